@@ -1,0 +1,82 @@
+"""A known-answer workload: each step takes a configured time.
+
+It goes through exactly the same timing loop as a real framework, so it tests the
+harness (timing, statistics, logs, the runner, reports) against answers known in
+advance, on any machine. It can also fail on purpose, in each of the ways a real
+worker fails, so that failure handling is tested for real.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from typing import Any
+
+from dlbench.backends.base import Backend, NonFiniteLoss
+
+# Sleep until this close to the deadline, then spin: time.sleep alone overshoots by
+# 50-100 µs, which is 0.5-1 % of a 10 ms step.
+_SPIN_SECONDS = 0.0003
+
+
+def _wait(seconds: float) -> None:
+    deadline = time.perf_counter() + seconds
+    if seconds > _SPIN_SECONDS:
+        time.sleep(seconds - _SPIN_SECONDS)
+    while time.perf_counter() < deadline:
+        pass
+
+
+class FakeBackend(Backend):
+    """``exp.framework=fake``: see the ``fake.*`` parameters."""
+
+    def setup(self) -> None:
+        p = self.params
+        self.step_s = float(p["fake.step_ms"]) / 1000.0
+        self.jitter_s = float(p["fake.jitter_ms"]) / 1000.0
+        self.warmup_s = float(p["fake.warmup_ms"]) / 1000.0
+        self.failure = str(p["fake.failure"])
+        self.failure_batch = int(p["fake.failure_batch"])
+        self.random = random.Random(int(p["fake.seed"]))
+        self.nan_batch: int | None = None
+        size = int(p["fake.memory_mb"]) * 2**20
+        self.memory = bytearray(size)
+        # Write one byte per page so the memory is resident, not just reserved.
+        for offset in range(0, size, 4096):
+            self.memory[offset] = 1
+
+    def step(self, index: int) -> None:
+        if self.failure != "none" and index == self.failure_batch:
+            self._fail(index)
+        extra = self.warmup_s * 0.5**index if self.warmup_s else 0.0
+        jitter = self.random.uniform(0.0, self.jitter_s) if self.jitter_s else 0.0
+        _wait(self.step_s + extra + jitter)
+
+    def _fail(self, index: int) -> None:
+        if self.failure == "exception":
+            raise RuntimeError(f"fake failure at batch {index}")
+        if self.failure == "exit":
+            os._exit(3)
+        if self.failure == "signal":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if self.failure == "hang":
+            while True:
+                time.sleep(3600)
+        if self.failure == "nan" and self.nan_batch is None:
+            self.nan_batch = index
+
+    def finish(self, num_steps: int) -> dict[str, Any]:
+        if self.nan_batch is not None and self.nan_batch < num_steps:
+            raise NonFiniteLoss(self.nan_batch)
+        return {}
+
+    def environment(self) -> dict[str, Any]:
+        return {"sys.framework_version": "fake", "hw.device_name": "fake"}
+
+    def teardown(self) -> None:
+        self.memory = bytearray()
+
+
+BACKEND = FakeBackend

@@ -1,0 +1,53 @@
+"""``dlbench parse`` and ``dlbench query``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dlbench.errors import ResultsError
+from dlbench.results.io import dumps_records, load_records, write_records
+from dlbench.results.parser import parse_logs
+from dlbench.results.query import distinct_values, filter_records, parse_query
+from dlbench.results.table import choose_columns, format_table
+
+
+def parse(args: argparse.Namespace) -> int:
+    """Parse logs into records; write them to --output or print JSON."""
+    records, warnings = parse_logs(args.paths, recursive=args.recursive)
+    for warning in warnings:
+        print(f"dlbench: warning: {warning}", file=sys.stderr)
+    if args.output:
+        write_records(records, args.output)
+        print(f"{len(records)} record(s) written to {args.output}", file=sys.stderr)
+    else:
+        print(dumps_records(records))
+    return 0
+
+
+def query(args: argparse.Namespace) -> int:
+    """Print the records that match --where."""
+    where = parse_query(args.where, "--where")
+    records = load_records(args.input)
+    if not records:
+        raise ResultsError(f"--input {' '.join(args.input)} holds no records")
+    selected = filter_records(records, where)
+    if not selected:
+        existing = distinct_values(records, list(where))
+        hints = "; ".join(
+            f"{key}: {', '.join(map(str, values)) or '(absent everywhere)'}"
+            for key, values in existing.items()
+        )
+        raise ResultsError(f"--where {args.where} matches none of {len(records)} record(s); "
+                           f"values that exist: {hints}")
+    if args.format == "json":
+        print(dumps_records(selected))
+        return 0
+    if args.columns:
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    else:
+        columns = choose_columns(
+            selected, ["exp.model", "exp.status", "results.time", "results.throughput"])
+    for line in format_table(selected, columns, fmt="csv" if args.format == "csv" else "text"):
+        print(line)
+    return 0

@@ -1,0 +1,103 @@
+"""``dlbench``: parse the command line, call the library, print.
+
+Errors a user can cause (:class:`~dlbench.errors.DlbenchError`) print as one line on
+stderr with exit status 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from dlbench import __version__
+from dlbench.cli import commands_help, commands_results, commands_run
+from dlbench.errors import DlbenchError
+
+
+def _add_spec_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("sweep spec (DLBS semantics; values are YAML flow)")
+    group.add_argument("--config", action="append", default=[], metavar="FILE",
+                       help="YAML or JSON spec file with parameters, variables, extensions; "
+                            "several merge in order")
+    group.add_argument("-P", dest="params", action="append", default=[], metavar="NAME=VALUE",
+                       help="set a parameter, e.g. -P exp.phase=inference")
+    group.add_argument("-V", dest="variables", action="append", default=[],
+                       metavar="NAME=VALUES",
+                       help="a variable: its values expand to a Cartesian product, "
+                            "e.g. -V 'exp.replica_batch=[16,32]'")
+    group.add_argument("-E", dest="extensions", action="append", default=[], metavar="JSON",
+                       help='an extension: {"condition": {...}, "parameters": {...}, '
+                            '"cases": [...]}')
+    group.add_argument("--out", metavar="DIR", default=None,
+                       help="run directory (sets exp.out_dir; default dlbench-out); running "
+                            "the same sweep into the same directory resumes it")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    parser = argparse.ArgumentParser(
+        prog="dlbench", allow_abbrev=False,
+        description="Deep-learning benchmarks: describe a sweep, run it, read the numbers.")
+    parser.add_argument("--version", action="version", version=f"dlbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = sub.add_parser("run", allow_abbrev=False, help="run a sweep of experiments",
+                         description="Run each experiment of the sweep in a fresh worker "
+                                     "process and print the results table.")
+    _add_spec_arguments(run)
+    run.set_defaults(handler=commands_run.run)
+
+    plan = sub.add_parser("plan", allow_abbrev=False, help="print the experiments a sweep "
+                          "would run", description="Expand, resolve and check a sweep; "
+                          "run nothing.")
+    _add_spec_arguments(plan)
+    plan.add_argument("--format", choices=("table", "json"), default="table")
+    plan.set_defaults(handler=commands_run.plan)
+
+    helpp = sub.add_parser("help", allow_abbrev=False, help="parameters, frameworks, models",
+                           description="Print from the parameter registry and the catalog.")
+    helpp.add_argument("--params", metavar="REGEX", help="parameters whose name matches")
+    helpp.add_argument("--text", metavar="REGEX", help="parameters whose description matches")
+    helpp.add_argument("--frameworks", nargs="?", const="", metavar="NAME",
+                       help="the frameworks, or one framework's parameters")
+    helpp.add_argument("--models", action="store_true", help="the model zoo")
+    helpp.set_defaults(handler=commands_help.show_help)
+
+    parse = sub.add_parser("parse", allow_abbrev=False, help="turn logs into records",
+                           description="Parse experiment logs into records.")
+    parse.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories")
+    parse.add_argument("--recursive", action="store_true", help="search directories deeply")
+    parse.add_argument("--output", metavar="FILE",
+                       help="write .json, .json.gz, .jsonl or .csv (default: JSON on stdout)")
+    parse.set_defaults(handler=commands_results.parse)
+
+    query = sub.add_parser("query", allow_abbrev=False, help="select records from results",
+                           description="Select records with DLBS's JSON query syntax.")
+    query.add_argument("--input", nargs="+", required=True, metavar="SRC",
+                       help="run directory, results.sqlite, or .json/.json.gz/.jsonl/.csv")
+    query.add_argument("--where", default="{}", metavar="JSON",
+                       help='e.g. \'{"exp.model": "resnet50"}\'')
+    query.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    query.add_argument("--columns", metavar="A,B,...",
+                       help="columns of the table or csv (default: the ones that vary)")
+    query.set_defaults(handler=commands_results.query)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except DlbenchError as error:
+        print(f"dlbench: error: {error}", file=sys.stderr)
+        return error.exit_status
+    except BrokenPipeError:  # `dlbench query ... | head`
+        return 0
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

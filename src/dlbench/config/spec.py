@@ -1,0 +1,254 @@
+"""Reading a sweep spec: YAML/JSON files and -P/-V/-E flags, merged into a SweepSpec.
+
+A spec has three parts, as in DLBS: ``parameters`` (one value each), ``variables``
+(a list of values each; the sweep is their Cartesian product) and ``extensions``
+(conditional rules applied to every experiment of the product). Every value keeps
+the label of where it came from (its ``Source``) so that an error about it can say
+which file or flag to fix.
+
+Loading only checks that the spec is well formed; whether names are known and
+values valid is decided when the experiments are planned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+from dlbench.errors import SpecError
+
+#: Where a value came from, as a user reads it: ``file sweep.yaml``, ``-P flag``,
+#: ``-E flag 1``, ``extension 2 of sweep.yaml``, ``default``, ``--out flag``.
+Source = str
+
+#: The top-level keys a spec file may have.
+SPEC_KEYS = ("parameters", "variables", "extensions")
+
+#: The keys an extension object may have.
+EXTENSION_KEYS = ("condition", "parameters", "cases")
+
+
+class Sourced(NamedTuple):
+    """A value together with where it came from."""
+
+    value: Any
+    source: Source
+
+
+@dataclass(frozen=True)
+class Extension:
+    """A conditional rule: where ``condition`` matches an experiment, set
+    ``parameters`` and, with ``cases``, replace the experiment by one per case."""
+
+    condition: dict[str, Any]
+    parameters: dict[str, Any]
+    cases: list[dict[str, Any]] | None
+    source: Source
+
+
+@dataclass
+class SweepSpec:
+    """A sweep as given by the user, merged from files and flags but not yet expanded.
+
+    ``variables`` map a name to a Sourced list of values, in declaration order.
+    """
+
+    parameters: dict[str, Sourced] = field(default_factory=dict)
+    variables: dict[str, Sourced] = field(default_factory=dict)
+    extensions: list[Extension] = field(default_factory=list)
+
+
+def describe(name: str, value: Any, source: Source) -> str:
+    """``name=value (from source)``, the way every error message names a value."""
+    return f"{name}={value!r} (from {source})"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without timestamps: ``2024-01-01`` stays a string, as JSON would keep it."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_spec(
+    config_files: Sequence[str | Path] = (),
+    params: Sequence[str] = (),
+    variables: Sequence[str] = (),
+    extensions: Sequence[str] = (),
+    overrides: Mapping[str, tuple[Any, str]] | None = None,
+) -> SweepSpec:
+    """Merge spec files (in order), then -P, -V and -E flags, then ``overrides``.
+
+    Later parameters and variables replace earlier ones of the same name; extensions
+    append. ``overrides`` maps a name to ``(value, source label)`` and is applied
+    like a -P flag, last.
+
+    >>> spec = load_spec(params=["exp.num_batches=3"], variables=["exp.replica_batch=[8,16]"])
+    >>> spec.parameters["exp.num_batches"]
+    Sourced(value=3, source='-P flag')
+    >>> spec.variables["exp.replica_batch"].value
+    [8, 16]
+    """
+    spec = SweepSpec()
+    for path in config_files:
+        _merge_file(spec, Path(path))
+    for text in params:
+        name, value = _parse_flag("-P", text)
+        spec.parameters[name] = Sourced(value, "-P flag")
+    for text in variables:
+        name, value = _parse_flag("-V", text)
+        spec.variables[name] = Sourced(_as_values(value, name, "-V flag"), "-V flag")
+    for index, text in enumerate(extensions, start=1):
+        source = f"-E flag {index}"
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{source}: {text!r} is not valid JSON: {exc.msg}") from None
+        spec.extensions.append(_parse_extension(obj, source))
+    for name, (value, label) in (overrides or {}).items():
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        spec.parameters[name] = Sourced(value, label)
+    return spec
+
+
+def _merge_file(spec: SweepSpec, path: Path) -> None:
+    """Read one spec file and merge it into ``spec``."""
+    data = _read_file(path)
+    source = f"file {path}"
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: a spec must be a mapping with keys {', '.join(SPEC_KEYS)}")
+    for key in data:
+        if key not in SPEC_KEYS:
+            raise SpecError(
+                f"{path}: unknown top-level key {key!r}; accepted: {', '.join(SPEC_KEYS)}"
+            )
+    for name, value in _mapping(data.get("parameters"), f"{path}: parameters").items():
+        spec.parameters[name] = Sourced(value, source)
+    for name, value in _mapping(data.get("variables"), f"{path}: variables").items():
+        spec.variables[name] = Sourced(_as_values(value, name, source), source)
+    exts = data.get("extensions")
+    if exts is None:
+        return
+    if not isinstance(exts, list):
+        raise SpecError(f"{path}: extensions must be a list of objects")
+    for index, obj in enumerate(exts, start=1):
+        spec.extensions.append(_parse_extension(obj, f"extension {index} of {path}"))
+
+
+def _read_file(path: Path) -> Any:
+    """The parsed content of a YAML or JSON file, with ``file:line`` on a syntax error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"spec file {path} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"spec file {path} cannot be read: {exc}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    else:
+        try:
+            data = yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f":{mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise SpecError(f"{path}{line}: invalid YAML: {problem}") from None
+    _check_json(data, str(path))
+    return data
+
+
+def _parse_flag(flag: str, text: str) -> tuple[str, Any]:
+    """Split ``name=value`` and parse the value as YAML (an empty value is ``""``)."""
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name or re.search(r"\s", name):
+        raise SpecError(f"{flag} {text!r}: expected name=value")
+    if raw.strip() == "":
+        return name, ""
+    try:
+        value = yaml.load(raw, Loader=_Loader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{flag} {text!r}: cannot parse the value: {problem}") from None
+    _check_json(value, f"{flag} {text!r}")
+    return name, "" if value is None else value
+
+
+def _as_values(value: Any, name: str, source: Source) -> list[Any]:
+    """A variable's values: a list as is, any other value as a one-element list."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise SpecError(f"variable {name} (from {source}) has no values")
+    return values
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    """``value`` as a mapping with string keys (None is empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError(f"{where} must be a mapping of names to values")
+    for key in value:
+        if not isinstance(key, str):
+            raise SpecError(f"{where}: key {key!r} is not a parameter name")
+    return value
+
+
+def _parse_extension(obj: Any, source: Source) -> Extension:
+    """Check an extension object's shape and compile-check its regexes."""
+    if not isinstance(obj, dict):
+        raise SpecError(f"{source}: an extension must be an object with keys "
+                        f"{', '.join(EXTENSION_KEYS)}")
+    for key in obj:
+        if key not in EXTENSION_KEYS:
+            raise SpecError(f"{source}: unknown key {key!r} in extension; accepted: "
+                            f"{', '.join(EXTENSION_KEYS)}")
+    condition = _mapping(obj.get("condition"), f"{source}: condition")
+    for name, cond in condition.items():
+        for pattern in cond if isinstance(cond, list) else [cond]:
+            if isinstance(pattern, str):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise SpecError(f"{source}: condition on {name}: {pattern!r} is not a "
+                                    f"valid regular expression: {exc}") from None
+    parameters = _mapping(obj.get("parameters"), f"{source}: parameters")
+    cases = obj.get("cases")
+    if cases is not None:
+        if not isinstance(cases, list):
+            raise SpecError(f"{source}: cases must be a list of mappings")
+        cases = [_mapping(case, f"{source}: case {i}") for i, case in enumerate(cases, start=1)]
+    return Extension(condition, parameters, cases or None, source)
+
+
+def _check_json(value: Any, where: str) -> None:
+    """Refuse values JSON cannot hold (YAML sets, binary, explicit timestamps)."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return
+    if isinstance(value, list):
+        for item in value:
+            _check_json(item, where)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise SpecError(f"{where}: key {key!r} is not a string")
+            _check_json(item, where)
+        return
+    raise SpecError(f"{where}: {value!r} is not a JSON value")

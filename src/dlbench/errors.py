@@ -1,0 +1,43 @@
+"""The exceptions dlbench raises for problems a user can cause and fix.
+
+Every one of them carries a one-line message that names the parameter, file or flag
+at fault and what would be accepted; the command line prints that line and exits
+with status 2. Anything else that escapes is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class DlbenchError(Exception):
+    """Base class: a user-facing error with a one-line message."""
+
+    exit_status = 2
+
+
+class SpecError(DlbenchError):
+    """A sweep spec (file or -P/-V/-E flag) cannot be read."""
+
+
+class ConfigError(DlbenchError):
+    """A parameter is unknown, of the wrong type, outside its allowed values,
+    or a reference or computed value cannot be resolved."""
+
+
+class UnsafeExpressionError(ConfigError):
+    """A ``$(...)$`` computed value uses something the safe evaluator refuses."""
+
+
+class ResultsError(DlbenchError):
+    """A results source (run directory, store, exported file) cannot be read or written."""
+
+
+class QueryError(DlbenchError):
+    """A ``--where``/``--query`` JSON query is malformed."""
+
+
+class WorkerError(DlbenchError):
+    """An experiment failed inside its worker; the message says why.
+
+    Raised inside the worker process only; the runner sees it as the experiment's
+    ``exp.status_msg``.
+    """

@@ -1,0 +1,277 @@
+"""Run a planned sweep: one fresh worker process per experiment, one after another.
+
+For each experiment the runner writes the resolved parameters to
+``<out>/experiments/<exp.id>.json``, starts the worker with its output going to the
+experiment's log, waits for it under ``exp.timeout``, turns the log into a record and
+commits that record to the run directory's store in one transaction. Whatever happens
+to one worker (an exception, a crash, a signal, a hang, a NaN loss) marks only its
+own experiment, and the sweep goes on. Running the same sweep into the same run
+directory resumes it, following ``exp.rerun``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from dlbench.launch.local import kill_worker, start_worker, worker_command, worker_environment
+from dlbench.results.logfile import LINE_RE, LogWriter
+from dlbench.results.parser import parse_log
+from dlbench.results.store import Store
+
+#: Lines of the worker's own output quoted in ``exp.status_msg`` after a crash.
+OUTPUT_TAIL_LINES = 3
+
+Reporter = Callable[[str], None]
+
+
+@dataclass
+class Outcome:
+    """What became of one experiment of the sweep."""
+
+    record: dict[str, Any]
+    ran: bool  # False when an earlier result was kept (exp.rerun)
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        """The experiment's ``exp.status``."""
+        return str(self.record.get("exp.status", ""))
+
+
+@dataclass
+class SweepResult:
+    """Every experiment's outcome, in plan order; ``interrupted`` after Ctrl-C/SIGTERM."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> list[Outcome]:
+        """Outcomes that did not end ok."""
+        return [o for o in self.outcomes if o.status != "ok"]
+
+
+def should_run(experiment: Mapping[str, Any], earlier: Mapping[str, Any] | None) -> bool:
+    """Whether to run ``experiment`` given the record an earlier run left (or None),
+    following its ``exp.rerun`` policy."""
+    policy = experiment["exp.rerun"]
+    if earlier is None or policy == "always":
+        return True
+    if policy == "never":
+        return False
+    return earlier.get("exp.status") != "ok"  # onfail
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _output_tail(log_path: Path, lines: int = OUTPUT_TAIL_LINES) -> str:
+    """The last lines of the worker's own output (not ``__key__=`` lines)."""
+    try:
+        text = log_path.read_bytes()[-64_000:].decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    own = [ln.strip() for ln in text.splitlines() if ln.strip() and not LINE_RE.match(ln)]
+    return " | ".join(own[-lines:])
+
+
+def _crash_message(returncode: int, log_path: Path) -> str:
+    how = (
+        f"worker killed by {_signal_name(returncode)}"
+        if returncode < 0
+        else f"worker exited with status {returncode}"
+    )
+    tail = _output_tail(log_path)
+    return f"{how}: {tail}" if tail else how
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C while a sweep runs, so the worker is stopped and the
+    experiment marked interrupted either way."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _write_input(experiment: Mapping[str, Any], out_dir: Path) -> Path:
+    path = out_dir / "experiments" / f"{experiment['exp.id']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(experiment, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+    return path
+
+
+class Runner:
+    """Runs experiments one at a time into their run directories' stores."""
+
+    def __init__(self, report: Reporter = print, python: str | None = None) -> None:
+        self.report = report
+        self.python = python
+        self._stores: dict[Path, Store] = {}
+
+    def store(self, out_dir: Path) -> Store:
+        """The store of run directory ``out_dir`` (opened once)."""
+        if out_dir not in self._stores:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            self._stores[out_dir] = Store.in_directory(out_dir)
+        return self._stores[out_dir]
+
+    def close(self) -> None:
+        """Close every store opened."""
+        for store in self._stores.values():
+            store.close()
+        self._stores.clear()
+
+    def run(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
+        """Run (or keep earlier results of) every experiment, in order."""
+        result = SweepResult()
+        progress = _Progress(len(experiments), self.report)
+        with _sigterm_as_interrupt():
+            for experiment in experiments:
+                out_dir = Path(experiment["exp.out_dir"])
+                store = self.store(out_dir)
+                earlier = store.get(str(experiment["exp.id"]))
+                if not should_run(experiment, earlier):
+                    assert earlier is not None
+                    outcome = Outcome(record=dict(earlier), ran=False)
+                else:
+                    started = time.monotonic()
+                    record, interrupted = self._run_one(experiment, out_dir)
+                    store.put(record)
+                    outcome = Outcome(record, ran=True, seconds=time.monotonic() - started)
+                    if interrupted:
+                        result.outcomes.append(outcome)
+                        result.interrupted = True
+                        progress.done(outcome)
+                        break
+                result.outcomes.append(outcome)
+                progress.done(outcome)
+        return result
+
+    def _run_one(self, experiment: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, Any], bool]:
+        exp_json = _write_input(experiment, out_dir)
+        log_path = Path(experiment["exp.log_file"])
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        timeout = float(experiment["exp.timeout"]) or None
+        interrupted = timed_out = False
+        with open(log_path, "wb") as log:  # a rerun starts a fresh log
+            process = start_worker(
+                worker_command(exp_json, self.python), log, worker_environment()
+            )
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                kill_worker(process)
+            except KeyboardInterrupt:
+                interrupted = True
+                kill_worker(process)
+            except BaseException:
+                kill_worker(process)
+                raise
+        return self._record(experiment, log_path, process.returncode, timed_out, interrupted), (
+            interrupted
+        )
+
+    @staticmethod
+    def _record(
+        experiment: Mapping[str, Any],
+        log_path: Path,
+        returncode: int,
+        timed_out: bool,
+        interrupted: bool,
+    ) -> dict[str, Any]:
+        parsed, warnings = parse_log(log_path)
+        record = {**experiment, **parsed}
+        status, message = str(parsed.get("exp.status", "")), str(parsed.get("exp.status_msg", ""))
+        if timed_out:
+            status, message = "timeout", f"timed out after {experiment['exp.timeout']:g} s"
+        elif interrupted:
+            status, message = "interrupted", "interrupted by the user (Ctrl-C or SIGTERM)"
+        elif returncode != 0 and status != "failure":
+            status, message = "failure", _crash_message(returncode, log_path)
+        elif returncode == 0 and status != "ok":
+            status, message = "failure", "worker exited without writing results"
+        if warnings and status == "ok":
+            status, message = "failure", f"log is damaged: {warnings[0]}"
+        if (status, message) != (parsed.get("exp.status"), parsed.get("exp.status_msg")):
+            with LogWriter(log_path) as log:
+                log.write("exp.status", status)
+                log.write("exp.status_msg", message)
+        record["exp.status"], record["exp.status_msg"] = status, message
+        return record
+
+
+def _format_duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+class _Progress:
+    """A progress bar and ETA, one line per finished experiment."""
+
+    WIDTH = 20
+
+    def __init__(self, total: int, report: Reporter) -> None:
+        self.total = total
+        self.report = report
+        self.finished = 0
+        self.run_seconds: list[float] = []
+
+    def done(self, outcome: Outcome) -> None:
+        self.finished += 1
+        if outcome.ran:
+            self.run_seconds.append(outcome.seconds)
+        filled = self.WIDTH * self.finished // max(self.total, 1)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        remaining = self.total - self.finished
+        if remaining == 0:
+            eta = "done"
+        elif self.run_seconds:
+            eta = "ETA " + _format_duration(
+                sum(self.run_seconds) / len(self.run_seconds) * remaining
+            )
+        else:
+            eta = "ETA ?"
+        r = outcome.record
+        label = (
+            f"{r.get('exp.framework')} {r.get('exp.model')} {r.get('exp.phase')} "
+            f"batch={r.get('exp.effective_batch')} {r.get('exp.device_type')} "
+            f"{r.get('exp.dtype')}"
+        )
+        if outcome.status == "ok":
+            detail = f"{float(r['results.throughput']):.2f} samples/s"
+        else:
+            detail = str(r.get("exp.status_msg", ""))[:120]
+        status = outcome.status if outcome.ran else f"{outcome.status} (kept)"
+        took = f"{outcome.seconds:.1f} s" if outcome.ran else "earlier run"
+        self.report(
+            f"[{bar}] {self.finished}/{self.total} {status:<11} {label}: {detail} "
+            f"({took}) {eta}"
+        )

@@ -1,0 +1,81 @@
+"""The model zoo: builders per framework, looked up by the model ids of the catalog.
+
+A model's metadata (input shape, classes, published parameter count) lives in
+``dlbench.config.catalog``; this package only builds models. Importing it does not
+import any framework: the runner may import it to plan, and only the worker, which
+calls a builder, pays for importing torch.
+
+Example::
+
+    from dlbench.config.catalog import MODELS, model_input_shape
+    from dlbench.models import build_pytorch_model
+
+    info = MODELS["resnet50"]
+    model = build_pytorch_model(info.id, model_input_shape(info, 112), info.num_classes)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dlbench.config.catalog import MODELS
+from dlbench.errors import WorkerError
+
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = ["MIN_IMAGE_SIZE", "ImageTooSmall", "build_pytorch_model", "check_input_shape"]
+
+#: The smallest image side (pixels) of the models that have one, from the catalog.
+MIN_IMAGE_SIZE: dict[str, int] = {
+    info.id: info.min_image_size for info in MODELS.values() if info.min_image_size
+}
+
+
+class ImageTooSmall(WorkerError):
+    """``exp.image_size`` is below the smallest side a model can compute."""
+
+    def __init__(self, model_id: str, size: int, minimum: int) -> None:
+        super().__init__(
+            f"exp.image_size={size} is too small for {model_id}: its pooling layers need "
+            f"images of at least {minimum} pixels (0 keeps the published size)"
+        )
+        self.model_id = model_id
+        self.size = size
+        self.minimum = minimum
+
+
+def check_input_shape(model_id: str, input_shape: tuple[int, ...]) -> None:
+    """Raise :class:`ImageTooSmall` if ``input_shape`` (one sample, ``(C, H, W)`` for
+    images) is too small for ``model_id``; torch-free, so a planner may call it too."""
+    minimum = MIN_IMAGE_SIZE.get(model_id)
+    if minimum is None or len(input_shape) < 2:
+        return
+    size = min(input_shape[-2:])
+    if size < minimum:
+        raise ImageTooSmall(model_id, size, minimum)
+
+
+def build_pytorch_model(model_id: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    """Build the PyTorch module of ``model_id`` for samples of ``input_shape``.
+
+    ``input_shape`` is one sample's shape, as ``model_input_shape`` gives it; the
+    module maps a float batch ``(N, *input_shape)`` to logits ``(N, num_classes)``.
+    Parameters are freshly initialised on the default device (CPU unless a
+    ``torch.device`` context says otherwise). Raises :class:`KeyError` for an id
+    without a PyTorch builder (a bug: the planner validates ids) and
+    :class:`ImageTooSmall` when the image side is below :data:`MIN_IMAGE_SIZE`.
+
+    Example: ``build_pytorch_model("toy", (64,), 10)(torch.zeros(2, 64))`` has shape
+    ``(2, 10)``.
+    """
+    # Imported here so that importing dlbench.models never imports torch.
+    from dlbench.models.pytorch import PYTORCH_BUILDERS
+
+    try:
+        builder = PYTORCH_BUILDERS[model_id]
+    except KeyError:
+        known = ", ".join(sorted(PYTORCH_BUILDERS))
+        raise KeyError(f"no PyTorch builder for model {model_id!r}; known: {known}") from None
+    check_input_shape(model_id, input_shape)
+    return builder(input_shape, num_classes)

@@ -1,0 +1,116 @@
+"""The experiment log: ``__name__=<json value>`` lines among a framework's own output.
+
+A worker writes one log per experiment: its parameters first, then its results.
+Everything else in the file (the framework's warnings, progress bars, tracebacks) is
+ignored by the parser, and the last occurrence of a key wins, so a value can be
+updated by writing it again. The writer appends and flushes after every line, so a
+run killed at any moment leaves a log whose complete lines can all be read back.
+
+Example::
+
+    with LogWriter("runs/x/exp.log") as log:
+        log.write_many({"exp.model": "resnet50", "exp.replica_batch": 32})
+        log.write("results.time", 41.7)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+#: One log line: ``__`` name ``__=`` JSON value. The name is non-greedy so that the
+#: first ``__=`` ends it; :func:`format_line` refuses names containing ``__=``, which
+#: keeps that split unambiguous (names may still contain ``_`` and end in ``_``).
+LINE_RE = re.compile(r"^__(?P<name>\S+?)__=(?P<value>.*)$")
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"log key must be a non-empty string, got {name!r}")
+    if "__=" in name or any(ch.isspace() for ch in name):
+        raise ValueError(
+            f"log key {name!r} contains whitespace or '__=' and could not be read back"
+        )
+
+
+def format_line(name: str, value: Any) -> str:
+    """Return the log line (newline included) that records ``value`` under ``name``.
+
+    >>> format_line("exp.model", "resnet50")
+    '__exp.model__="resnet50"\\n'
+
+    ``value`` must be JSON-serialisable (NaN and infinities are written the way
+    Python's ``json`` writes them and read back the same way). A name that could not
+    be read back (empty, whitespace, ``__=``) raises ``ValueError``: that is a bug in
+    the caller, not a user error.
+    """
+    _check_name(name)
+    # json.dumps escapes newlines inside strings and, with ensure_ascii, every
+    # non-ASCII line separator too, so a value always stays on its one line.
+    return f"__{name}__={json.dumps(value)}\n"
+
+
+class LogWriter:
+    """Appends log lines to a file, flushing after every write.
+
+    Safe to share between threads (the worker's timing loop and its resource
+    monitor both write). Usable as a context manager.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # A previous writer killed mid-line leaves a partial last line; starting on
+        # a fresh line keeps our first key from being glued onto it.
+        needs_newline = False
+        if self.path.is_file() and self.path.stat().st_size > 0:
+            with self.path.open("rb") as existing:
+                existing.seek(-1, 2)
+                needs_newline = existing.read(1) != b"\n"
+        self._file = self.path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+        if needs_newline:
+            self._append("\n")
+
+    def _append(self, text: str) -> None:
+        with self._lock:
+            self._file.write(text)
+            self._file.flush()
+
+    def write(self, name: str, value: Any) -> None:
+        """Append ``__name__=<json value>`` and flush."""
+        self._append(format_line(name, value))
+
+    def write_many(self, values: Mapping[str, Any]) -> None:
+        """Append one line per key, in the mapping's order, with a single flush."""
+        self._append("".join(format_line(name, value) for name, value in values.items()))
+
+    def write_text(self, text: str) -> None:
+        """Append free text (a note, a traceback); the parser ignores it.
+
+        A newline is added when missing so the next key starts on its own line.
+        """
+        if not text.endswith("\n"):
+            text += "\n"
+        self._append(text)
+
+    def close(self) -> None:
+        """Close the file; further writes raise ``ValueError``."""
+        with self._lock:
+            self._file.close()
+
+    def __enter__(self) -> LogWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,208 @@
+"""DLBS-style JSON queries over records: ``{"exp.model": "resnet", "exp.replica_batch": [16, 32]}``.
+
+Every key of a query must match, and a record lacking a key does not match it
+(except ``{"$exists": false}``). The value decides how:
+
+- a string is a regular expression anchored at the start (``re.match``) tested
+  against string values, so ``"resnet"`` matches ``resnet18`` and ``resnet50`` but
+  ``"net"`` matches neither; a number or bool record value matches a string only
+  when its JSON text is exactly that string (``"16"`` matches 16, not 16.0);
+- a list matches when any of its elements does;
+- an object holds operators: ``$ne`` (not what the operand would match),
+  ``$gt``/``$gte``/``$lt``/``$lte`` (numbers against numbers, strings against
+  strings; anything else does not match), ``$exists`` (bool); all must hold;
+- a number, bool or null matches an equal value: ``1`` matches ``1.0``, but
+  ``true`` never matches ``1``.
+
+Example::
+
+    query = parse_query('{"exp.model": "resnet", "results.time": {"$lt": 50}}', "--where")
+    fast = filter_records(records, query)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import operator
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from dlbench.errors import QueryError
+
+_R = TypeVar("_R", bound=Mapping[str, Any])
+
+_ORDERING: dict[str, Callable[[Any, Any], bool]] = {
+    "$gt": operator.gt,
+    "$gte": operator.ge,
+    "$lt": operator.lt,
+    "$lte": operator.le,
+}
+OPERATORS = ("$ne", *_ORDERING, "$exists")
+
+_MISSING = object()
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise QueryError(f"query: invalid regular expression {pattern!r}: {exc}") from exc
+
+
+def _is_number(value: Any) -> bool:
+    # bool is an int subclass; a query must never confuse true with 1.
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check(condition: Any, key: str) -> None:
+    """Raise QueryError for a condition that can never be evaluated."""
+    if isinstance(condition, str):
+        _compile(condition)
+    elif isinstance(condition, list):
+        for element in condition:
+            _check(element, key)
+    elif isinstance(condition, dict):
+        if not condition:
+            raise QueryError(
+                f"query: {key}: empty operator object; accepted: {', '.join(OPERATORS)}"
+            )
+        for op, operand in condition.items():
+            if op == "$ne":
+                _check(operand, key)
+            elif op in _ORDERING:
+                if not (_is_number(operand) or isinstance(operand, str)):
+                    raise QueryError(
+                        f"query: {key}: {op} needs a number or a string, got {json.dumps(operand)}"
+                    )
+            elif op == "$exists":
+                if not isinstance(operand, bool):
+                    raise QueryError(f"query: {key}: $exists needs true or false")
+            else:
+                raise QueryError(
+                    f"query: {key}: unknown operator {op!r}; accepted: {', '.join(OPERATORS)}"
+                )
+    elif not (condition is None or isinstance(condition, (bool, int, float))):
+        raise QueryError(f"query: {key}: cannot match against {condition!r}")
+
+
+def parse_query(text: str, source: str) -> dict[str, Any]:
+    """Parse and check a JSON query; ``source`` (e.g. ``"--where"``) names it in errors.
+
+    Malformed JSON, a value that is not an object, an invalid regular expression or
+    an unknown operator raises ``QueryError``.
+    """
+    try:
+        query = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise QueryError(
+            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            'expected an object such as {"exp.model": "resnet50"}'
+        ) from exc
+    if not isinstance(query, dict):
+        raise QueryError(
+            f'{source}: expected a JSON object such as {{"exp.model": "resnet50"}}, '
+            f"got {type(query).__name__}"
+        )
+    try:
+        for key, condition in query.items():
+            _check(condition, key)
+    except QueryError as exc:
+        raise QueryError(f"{source}: {exc}") from exc
+    return query
+
+
+def _ordered(op: str, value: Any, operand: Any) -> bool:
+    comparable = (_is_number(value) and _is_number(operand)) or (
+        isinstance(value, str) and isinstance(operand, str)
+    )
+    return comparable and _ORDERING[op](value, operand)
+
+
+def _match_value(value: Any, condition: Any, key: str) -> bool:
+    """Whether a present record value satisfies one query condition."""
+    if isinstance(condition, str):
+        if isinstance(value, str):
+            return _compile(condition).match(value) is not None
+        if _is_number(value) or isinstance(value, bool):
+            return json.dumps(value) == condition
+        return False
+    if isinstance(condition, list):
+        return any(_match_value(value, element, key) for element in condition)
+    if isinstance(condition, dict):
+        return _match_operators(value, condition, key)
+    if isinstance(condition, bool) or condition is None:
+        return value is condition
+    if _is_number(condition):
+        return _is_number(value) and bool(value == condition)
+    raise QueryError(f"query: {key}: cannot match against {condition!r}")
+
+
+def _match_operators(value: Any, condition: Mapping[str, Any], key: str) -> bool:
+    if not condition:
+        raise QueryError(f"query: {key}: empty operator object; accepted: {', '.join(OPERATORS)}")
+    for op, operand in condition.items():
+        if op == "$exists":
+            if not isinstance(operand, bool):
+                raise QueryError(f"query: {key}: $exists needs true or false")
+            holds = (value is not _MISSING) == operand
+        elif value is _MISSING:
+            holds = False
+        elif op == "$ne":
+            holds = not _match_value(value, operand, key)
+        elif op in _ORDERING:
+            holds = _ordered(op, value, operand)
+        else:
+            raise QueryError(
+                f"query: {key}: unknown operator {op!r}; accepted: {', '.join(OPERATORS)}"
+            )
+        if not holds:
+            return False
+    return True
+
+
+def match(record: Mapping[str, Any], query: Mapping[str, Any]) -> bool:
+    """Whether ``record`` satisfies every key of ``query`` (see the module docstring)."""
+    for key, condition in query.items():
+        value = record.get(key, _MISSING)
+        if isinstance(condition, dict):
+            # Operators decide for themselves about a missing key ($exists).
+            if not _match_operators(value, condition, key):
+                return False
+        elif value is _MISSING or not _match_value(value, condition, key):
+            return False
+    return True
+
+
+def filter_records(records: Iterable[_R], query: Mapping[str, Any]) -> list[_R]:
+    """The records that match ``query``, in their order."""
+    return [record for record in records if match(record, query)]
+
+
+def _identity(value: Any) -> str:
+    # Values may be lists or dicts (unhashable); their JSON text identifies them.
+    return json.dumps(value, sort_keys=True)
+
+
+def distinct_values(
+    records: Iterable[Mapping[str, Any]], keys: Sequence[str]
+) -> dict[str, list[Any]]:
+    """For each key, the distinct values it takes in ``records`` (sorted when comparable).
+
+    Meant for "the query matched nothing; values that exist: exp.model: alexnet,
+    resnet18". A key no record has maps to an empty list.
+    """
+    found: dict[str, dict[str, Any]] = {key: {} for key in keys}
+    for record in records:
+        for key in keys:
+            if key in record:
+                found[key].setdefault(_identity(record[key]), record[key])
+    result: dict[str, list[Any]] = {}
+    for key, by_identity in found.items():
+        values = list(by_identity.values())
+        if all(isinstance(v, str) for v in values) or all(_is_number(v) for v in values):
+            values.sort()
+        result[key] = values
+    return result

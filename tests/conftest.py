@@ -1,0 +1,32 @@
+"""Shared fixtures: run the real command line in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+CliRunner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def dlbench(tmp_path: Path) -> CliRunner:
+    """Run ``python -m dlbench ARGS...`` in ``tmp_path``; returns the completed process."""
+
+    def run(
+        *args: str, timeout: float = 300, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "dlbench", *args],
+            cwd=cwd or tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return run

@@ -1,0 +1,92 @@
+"""The worker on the fake workload: known answers through the real timing loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dlbench.backends.fake import FakeBackend
+from dlbench.config import load_spec, plan_experiments
+from dlbench.results.logfile import LogWriter
+from dlbench.results.parser import parse_log
+from dlbench.worker.experiment import run_experiment
+
+
+def _experiment(tmp_path: Path, *params: str) -> dict[str, Any]:
+    spec = load_spec(params=["exp.framework=fake", *params],
+                     overrides={"exp.out_dir": (str(tmp_path), "test")})
+    (experiment,) = plan_experiments(spec)
+    return experiment
+
+
+def _run(experiment: dict[str, Any]) -> dict[str, Any]:
+    with LogWriter(experiment["exp.log_file"]) as log:
+        run_experiment(experiment, log)
+    record, warnings = parse_log(experiment["exp.log_file"])
+    assert warnings == []
+    return record
+
+
+def test_fake_step_of_20_ms_measures_20_ms(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "fake.step_ms=20", "exp.num_batches=15",
+                      "exp.num_warmup_batches=1", "exp.replica_batch=4")
+    record = _run(exp)
+    assert record["exp.status"] == "ok"
+    assert record["results.time"] == pytest.approx(20.0, rel=0.02)
+    assert len(record["results.time_data"]) == 15
+    assert record["results.throughput"] == pytest.approx(4 * 1000 / record["results.time"])
+    assert record["results.num_batches"] == 15
+
+
+def test_log_has_parameters_first_then_results(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "fake.step_ms=1", "exp.num_batches=2")
+    _run(exp)
+    keys = [ln.split("__=")[0] for ln in Path(exp["exp.log_file"]).read_text().splitlines()
+            if ln.startswith("__")]
+    assert keys[0] == "__exp.framework" or keys[0].startswith("__exp.")
+    assert keys.index("__results.time") > keys.index("__exp.model")
+    assert keys[-1] == "__exp.status_msg"
+
+
+def test_warmup_is_excluded(tmp_path: Path) -> None:
+    # The first step takes 200 ms extra; with 2 warm-up batches the timed ones
+    # see at most 200 * 0.5**2 = 50 ms extra on the first timed batch only.
+    exp = _experiment(tmp_path, "fake.step_ms=5", "fake.warmup_ms=200",
+                      "exp.num_warmup_batches=4", "exp.num_batches=5")
+    record = _run(exp)
+    assert max(record["results.time_data"]) < 5 + 200 * 0.5**4 + 3
+
+
+def test_nan_loss_names_the_batch(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "fake.step_ms=1", "fake.failure=nan", "fake.failure_batch=4")
+    record = _run(exp)
+    assert record["exp.status"] == "failure"
+    assert record["exp.status_msg"] == "loss is NaN at batch 4"
+
+
+def test_exception_is_the_experiments_failure(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "fake.step_ms=1", "fake.failure=exception",
+                      "fake.failure_batch=2")
+    record = _run(exp)
+    assert record["exp.status"] == "failure"
+    assert "RuntimeError: fake failure at batch 2" in record["exp.status_msg"]
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_fake_memory_is_resident_until_teardown(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, "fake.memory_mb=64")
+    backend = FakeBackend(exp)
+    before = _rss_mib()
+    backend.setup()
+    assert _rss_mib() - before >= 60
+    backend.teardown()
+    assert _rss_mib() - before < 10

@@ -1,0 +1,66 @@
+"""Known-answer vectors for the statistics and the timing loop."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dlbench.measure.stats import mean, percentile, sample_std, summarize_times, throughput
+from dlbench.measure.timing import time_batches
+
+
+def test_summary_of_four_times_by_hand() -> None:
+    # mean = 100/4 = 25; squared deviations 225+25+25+225 = 500; sd = sqrt(500/3)
+    # percentiles by linear interpolation at rank (n-1)*q/100 over [10, 20, 30, 40]:
+    # p50 rank 1.5 -> 25; p90 rank 2.7 -> 37; p99 rank 2.97 -> 39.7
+    summary = summarize_times([40.0, 10.0, 30.0, 20.0])
+    assert summary["results.time"] == 25.0
+    assert summary["results.time_std"] == pytest.approx(math.sqrt(500 / 3))
+    assert summary["results.time_p50"] == pytest.approx(25.0)
+    assert summary["results.time_p90"] == pytest.approx(37.0)
+    assert summary["results.time_p99"] == pytest.approx(39.7)
+    assert summary["results.time_min"] == 10.0
+    assert summary["results.time_max"] == 40.0
+
+
+def test_single_value() -> None:
+    assert sample_std([5.0]) == 0.0
+    assert percentile([5.0], 99) == 5.0
+    assert mean([5.0]) == 5.0
+
+
+def test_percentile_extremes_and_bad_input() -> None:
+    assert percentile([3.0, 1.0, 2.0], 0) == 1.0
+    assert percentile([3.0, 1.0, 2.0], 100) == 3.0
+    with pytest.raises(ValueError):
+        percentile([], 50)
+    with pytest.raises(ValueError):
+        percentile([1.0], 101)
+    with pytest.raises(ValueError):
+        mean([])
+
+
+def test_throughput_formula() -> None:
+    # effective batch 32 in 250 ms -> 32 * 1000 / 250 = 128 samples/s
+    assert throughput(32, 250.0) == 128.0
+    with pytest.raises(ValueError):
+        throughput(32, 0.0)
+
+
+def test_timing_loop_times_only_timed_batches() -> None:
+    ticks = iter(range(0, 10**9, 1_000_000))  # each clock read advances 1 ms
+    calls: list[tuple[str, int]] = []
+
+    def step(index: int) -> None:
+        calls.append(("step", index))
+
+    def sync() -> None:
+        calls.append(("sync", -1))
+
+    times = time_batches(step, sync, num_warmup=2, num_batches=3, clock=lambda: next(ticks))
+    assert times == [1.0, 1.0, 1.0]
+    # warm-up steps 0 and 1 run before timing; every timed step is synchronised
+    assert [i for kind, i in calls if kind == "step"] == [0, 1, 2, 3, 4]
+    assert calls[2] == ("sync", -1)
+    assert calls[-1] == ("sync", -1)

@@ -1,0 +1,136 @@
+"""Log files → records: last value wins, junk is ignored, damage is a warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dlbench.errors import ResultsError
+from dlbench.results.parser import ParseWarning, parse_log, parse_logs
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_last_occurrence_wins_and_free_text_is_ignored(tmp_path: Path) -> None:
+    log = write(
+        tmp_path / "a.log",
+        "Loading model...\n"
+        '__exp.model__="resnet50"\n'
+        '__exp.status__="running"\n'
+        "  __not.a.key__=1 (indented: framework output)\n"
+        "step 1/10 loss=2.3\n"
+        '__exp.status__="ok"\r\n'
+        "__results.time__=12.5\n",
+    )
+    record, warnings = parse_log(log)
+    assert record == {"exp.model": "resnet50", "exp.status": "ok", "results.time": 12.5}
+    assert warnings == []
+
+
+def test_truncated_final_line_warns_with_its_line_number(tmp_path: Path) -> None:
+    log = write(
+        tmp_path / "killed.log",
+        '__exp.model__="vgg16"\nnoise\n__results.time__=3.0\n__results.time_data__=[1.0, 2.',
+    )
+    record, warnings = parse_log(log)
+    assert record == {"exp.model": "vgg16", "results.time": 3.0}
+    assert len(warnings) == 1
+    assert warnings[0].line == 4
+    assert warnings[0].path == str(log)
+    assert str(warnings[0]).startswith(f"{log}:4: value of results.time_data is not valid JSON")
+
+
+def test_corrupt_later_value_keeps_the_earlier_one(tmp_path: Path) -> None:
+    log = write(tmp_path / "x.log", '__exp.status__="running"\n__exp.status__="o\n')
+    record, warnings = parse_log(log)
+    assert record == {"exp.status": "running"}
+    assert "earlier value is kept" in warnings[0].message
+
+
+def test_garbage_bytes_do_not_crash(tmp_path: Path) -> None:
+    junk = bytes(b for b in range(256) if b != ord("\n")) * 4
+    log = write(
+        tmp_path / "g.log",
+        junk + b'\n__exp.model__="alexnet"\n\xff\xfe\x00\n__results.time__=\xff1\n__exp.x__=2\n',
+    )
+    record, warnings = parse_log(log)
+    assert record == {"exp.model": "alexnet", "exp.x": 2}
+    assert [w.line for w in warnings] == [4]
+
+
+def test_a_record_without_status_is_returned_as_it_is(tmp_path: Path) -> None:
+    log = write(tmp_path / "k.log", '__exp.model__="alexnet"\n__exp.id__="k"\n')
+    records, warnings = parse_logs([log])
+    assert records == [{"exp.model": "alexnet", "exp.id": "k"}]
+    assert warnings == []
+
+
+def test_log_without_keys_gives_no_record_and_a_warning(tmp_path: Path) -> None:
+    log = write(tmp_path / "plain.log", "just output\n")
+    assert parse_log(log) == ({}, [ParseWarning(str(log), 0, parse_log(log)[1][0].message)])
+    records, warnings = parse_logs([log])
+    assert records == []
+    assert len(warnings) == 1 and "not a dlbench log" in str(warnings[0])
+    assert str(warnings[0]) == f"{log}: {warnings[0].message}"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    write(tmp_path / "b.log", "__n__=2\n")
+    write(tmp_path / "a.log", "__n__=1\n")
+    write(tmp_path / "notes.txt", "__n__=99\n")
+    write(tmp_path / "sub" / "c.log", "__n__=3\n")
+    write(tmp_path / "sub" / "deeper" / "d.log", "__n__=4\n")
+    return tmp_path
+
+
+def test_directory_without_recursive_reads_only_its_own_logs(tree: Path) -> None:
+    records, warnings = parse_logs([tree])
+    assert [r["n"] for r in records] == [1, 2]
+    assert warnings == []
+
+
+def test_directory_recursive_reads_all_logs_in_sorted_order(tree: Path) -> None:
+    records, _ = parse_logs([tree], recursive=True)
+    assert [r["n"] for r in records] == [1, 2, 3, 4]
+    records, _ = parse_logs([tree], recursive=True, pattern="*.txt")
+    assert [r["n"] for r in records] == [99]
+
+
+def test_explicit_files_are_read_whatever_their_name_and_once(tree: Path) -> None:
+    records, _ = parse_logs([tree / "notes.txt", tree / "a.log", tree / "a.log"])
+    assert [r["n"] for r in records] == [99, 1]
+
+
+def test_missing_path_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ResultsError, match=r"nope\.log"):
+        parse_logs([tmp_path / "nope.log"])
+    with pytest.raises(ResultsError, match=r"nope\.log"):
+        parse_log(tmp_path / "nope.log")
+
+
+def test_unreadable_file_is_a_warning_and_others_are_still_read(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # chmod does not stop root, so make one file unreadable from the inside.
+    real_read_bytes = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self.name == "b.log":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    records, warnings = parse_logs([tree], recursive=True)
+    assert [r["n"] for r in records] == [1, 3, 4]
+    assert [str(w) for w in warnings] == [
+        f"{tree / 'b.log'}: cannot read: Permission denied; skipped"
+    ]
