@@ -1,10 +1,12 @@
 """How much does dlbench's harness cost? dlbench against a plain PyTorch loop.
 
 Runs the same model, batch and settings (a) through ``dlbench run`` and (b) through a
-hand-written PyTorch training or inference loop, each in a fresh process, alternating
-A/B several times so that drift of a noisy machine hits both alike. Prints every
-measurement, the medians, and as its last line ``ratio=<dlbench / plain>``
-(throughput; 1.0 means no overhead).
+hand-written PyTorch training or inference loop, each in a fresh process, in the order
+A B B A A B B A ... so that a drift of the machine's speed hits both sides alike.
+Both sides keep every batch time; the throughput of each side is computed the same
+way from its pooled batch times, by the median batch time (a shared machine's
+hiccups move a mean, not a median) and, for reference, by the mean. The last line is
+``ratio=<dlbench throughput / plain throughput>`` (median-based; 1.0 is no overhead).
 
     python benchmarks/harness_overhead.py --model resnet18 --repeats 3
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 # The plain loop: what a person writes by hand to time a model. It uses dlbench's
 # model definition (the model must be the same) and nothing else of dlbench.
 PLAIN_LOOP = r"""
-import sys, time, torch
+import json, sys, time, torch
 from dlbench.config.catalog import MODELS, model_input_shape
 from dlbench.models import build_pytorch_model
 
@@ -52,26 +54,28 @@ else:
             model(x)
 for _ in range(warmup):
     step()
-start = time.perf_counter()
+times = []
 for _ in range(batches):
+    start = time.perf_counter()
     step()
-elapsed = time.perf_counter() - start
-print(batch * batches / elapsed)
+    times.append((time.perf_counter() - start) * 1000)
+print(json.dumps(times))
 """
 
 
-def plain_throughput(args: argparse.Namespace) -> float:
-    """Samples/s of the hand-written loop, in a fresh process."""
+def plain_times(args: argparse.Namespace) -> list[float]:
+    """Batch times (ms) of the hand-written loop, in a fresh process."""
     out = subprocess.run(
         [sys.executable, "-c", PLAIN_LOOP, args.model, args.phase, str(args.batch),
          str(args.image_size), str(args.warmup), str(args.batches), str(args.threads)],
         check=True, capture_output=True, text=True,
     )
-    return float(out.stdout.strip().splitlines()[-1])
+    times: list[float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return times
 
 
-def dlbench_throughput(args: argparse.Namespace, out_dir: Path) -> float:
-    """Samples/s that ``dlbench run`` reports for the same settings."""
+def dlbench_times(args: argparse.Namespace, out_dir: Path) -> list[float]:
+    """Batch times (ms) that ``dlbench run`` records for the same settings."""
     subprocess.run(
         [sys.executable, "-m", "dlbench", "run", "-P", f"exp.model={args.model}",
          "-P", f"exp.phase={args.phase}", "-P", f"exp.replica_batch={args.batch}",
@@ -82,7 +86,13 @@ def dlbench_throughput(args: argparse.Namespace, out_dir: Path) -> float:
     )
     with sqlite3.connect(out_dir / "results.sqlite") as db:
         (record,) = db.execute("SELECT record FROM experiments").fetchone()
-    return float(json.loads(record)["results.throughput"])
+    times: list[float] = json.loads(record)["results.time_data"]
+    return times
+
+
+def throughputs(batch: int, times: list[float]) -> tuple[float, float]:
+    """Samples/s from the median and from the mean batch time."""
+    return batch * 1000 / statistics.median(times), batch * 1000 / statistics.fmean(times)
 
 
 def main() -> None:
@@ -96,23 +106,34 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0, help="0: PyTorch's default")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=4)
     args = parser.parse_args()
 
     plain: list[float] = []
     harness: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeats):
-            plain.append(plain_throughput(args))
-            harness.append(dlbench_throughput(args, Path(tmp) / "out"))
-            print(f"repeat {i + 1}: plain {plain[-1]:.2f} samples/s, "
-                  f"dlbench {harness[-1]:.2f} samples/s", flush=True)
+            order = ("plain", "dlbench") if i % 2 == 0 else ("dlbench", "plain")
+            for side in order:
+                if side == "plain":
+                    times = plain_times(args)
+                    plain += times
+                else:
+                    times = dlbench_times(args, Path(tmp) / "out")
+                    harness += times
+                median_tp, mean_tp = throughputs(args.batch, times)
+                print(f"repeat {i + 1} {side:>7}: {median_tp:8.2f} samples/s by median, "
+                      f"{mean_tp:8.2f} by mean", flush=True)
     print(f"settings: {args.model} {args.phase} batch={args.batch} "
           f"image_size={args.image_size or 'published'} batches={args.batches} "
-          f"threads={args.threads or 'default'}")
-    print(f"median plain={statistics.median(plain):.2f} "
-          f"dlbench={statistics.median(harness):.2f} samples/s")
-    print(f"ratio={statistics.median(harness) / statistics.median(plain):.3f}")
+          f"threads={args.threads or 'default'} repeats={args.repeats}")
+    plain_median, plain_mean = throughputs(args.batch, plain)
+    harness_median, harness_mean = throughputs(args.batch, harness)
+    print(f"pooled, by mean batch time: plain={plain_mean:.2f} dlbench={harness_mean:.2f} "
+          f"samples/s, ratio {harness_mean / plain_mean:.3f}")
+    print(f"pooled, by median batch time: plain={plain_median:.2f} "
+          f"dlbench={harness_median:.2f} samples/s")
+    print(f"ratio={harness_median / plain_median:.3f}")
 
 
 if __name__ == "__main__":

@@ -64,13 +64,25 @@ def test_three_variables_nest_like_loops() -> None:
     ]
 
 
-def test_no_variables_is_one_experiment_with_every_registry_parameter() -> None:
+def test_no_variables_is_one_experiment_with_its_own_parameters() -> None:
     from dlbench.config.registry import REGISTRY
 
-    [exp] = plan()
-    assert set(REGISTRY.names()) <= set(exp)
+    [exp] = plan()  # the fake framework
+    own = {p.name for p in REGISTRY if p.namespace in ("exp", "fake")}
+    assert set(exp) == own
     assert exp["exp.num_batches"] == 20  # the default
     assert exp["fake.step_ms"] == 10.0
+
+
+def test_other_frameworks_parameters_are_left_out_and_do_not_change_the_id() -> None:
+    [fake] = plan(params=["pytorch.num_threads=3"])
+    assert not any(name.startswith("pytorch.") for name in fake)
+    [again] = plan()
+    assert fake["exp.id"] == again["exp.id"]
+    [torch] = plan(params=["exp.framework=pytorch", "fake.step_ms=3"])
+    assert torch["pytorch.num_threads"] == 0 and "fake.step_ms" not in torch
+    [torch_default] = plan(params=["exp.framework=pytorch"])
+    assert torch["exp.id"] == torch_default["exp.id"]
 
 
 def test_design_check_four_experiments() -> None:

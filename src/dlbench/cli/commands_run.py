@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config import load_spec, plan_experiments
-from dlbench.launch.runner import Runner
-from dlbench.results.table import choose_columns, format_table
+from dlbench.launch.runner import Runner, varying_parameters
+from dlbench.results.table import format_table
 
 #: Columns of the results table besides the parameters that vary.
 RESULT_COLUMNS = ["exp.status", "results.time", "results.time_std", "results.throughput"]
@@ -38,7 +38,9 @@ def _planned(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _parameter_columns(records: list[dict[str, Any]]) -> list[str]:
-    return [c for c in choose_columns(records, ["exp.model"]) if c.startswith("exp.")]
+    """The model, then every parameter that varies in the sweep."""
+    varying = varying_parameters(records)
+    return ["exp.model", *[c for c in varying if c != "exp.model"]]
 
 
 def plan(args: argparse.Namespace) -> int:

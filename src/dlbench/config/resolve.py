@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from dlbench.config.catalog import FRAMEWORKS
 from dlbench.config.registry import REGISTRY
 from dlbench.config.safe_eval import safe_eval
 from dlbench.config.spec import Sourced, describe
@@ -105,6 +106,21 @@ def compute_exp_id(identity_values: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
+def belongs_to(name: str, framework: str) -> bool:
+    """Whether parameter ``name`` concerns an experiment of ``framework``: every
+    parameter does except those in another framework's namespace."""
+    namespace = name.split(".", 1)[0]
+    return namespace not in FRAMEWORKS or namespace == framework
+
+
+def own_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` without other frameworks' parameters, as DLBS wrote experiments:
+    ``fake.step_ms`` says nothing about a PyTorch experiment, and is not part of its
+    identity."""
+    framework = str(values["exp.framework"])
+    return {name: value for name, value in values.items() if belongs_to(name, framework)}
+
+
 class Resolver:
     """Resolves the values of one raw experiment, lazily and memoised.
 
@@ -145,13 +161,21 @@ class Resolver:
         return value
 
     def resolve_all(self) -> dict[str, Any]:
-        """Every value of the experiment resolved and cast, exp.id filled in."""
+        """Every value of the experiment resolved and cast, exp.id filled in.
+
+        Other frameworks' parameters are resolved and cast too, so that a mistake in
+        them is reported; :func:`own_parameters` then leaves them out.
+        """
         values = {name: self.get(name) for name in self._raw}
         values[EXP_ID] = self.get(EXP_ID)
         return values
 
     def _compute_id(self) -> str:
-        names = [p.name for p in REGISTRY if p.identity and p.name in self._raw]
+        framework = self.get("exp.framework")
+        names = [
+            p.name for p in REGISTRY
+            if p.identity and p.name in self._raw and belongs_to(p.name, framework)
+        ]
         return compute_exp_id({name: self.get(name) for name in names})
 
     def _resolve_param(self, name: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.config.expand import RawExperiment, expand
 from dlbench.config.registry import REGISTRY, is_user_param
-from dlbench.config.resolve import EXP_ID, Resolver
+from dlbench.config.resolve import EXP_ID, Resolver, own_parameters
 from dlbench.config.spec import Source, SweepSpec, describe
 from dlbench.errors import ConfigError
 
@@ -60,7 +60,7 @@ def plan_experiments(spec: SweepSpec) -> list[dict[str, Any]]:
     for raw in raws:
         values = Resolver(raw).resolve_all()
         check_experiment(values, raw)
-        experiments.append(values)
+        experiments.append(own_parameters(values))
     check_log_files(experiments, raws)
     return experiments
 

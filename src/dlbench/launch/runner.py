@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from dlbench.config.registry import REGISTRY, is_user_param
 from dlbench.launch.local import kill_worker, start_worker, worker_command, worker_environment
 from dlbench.results.logfile import LINE_RE, LogWriter
 from dlbench.results.parser import parse_log
@@ -151,7 +152,7 @@ class Runner:
     def run(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
         """Run (or keep earlier results of) every experiment, in order."""
         result = SweepResult()
-        progress = _Progress(len(experiments), self.report)
+        progress = _Progress(len(experiments), self.report, varying_parameters(experiments))
         with _sigterm_as_interrupt():
             for experiment in experiments:
                 out_dir = Path(experiment["exp.out_dir"])
@@ -228,6 +229,20 @@ class Runner:
         return record
 
 
+def varying_parameters(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The parameters that tell a sweep's experiments apart: those that define the
+    measurement (``identity`` in the registry) or are the user's own, and whose value
+    is not the same in every experiment. In the order of the first experiment."""
+    names = [
+        name for name in experiments[0]
+        if is_user_param(name) or getattr(REGISTRY.get(name), "identity", False)
+    ] if experiments else []
+    return [
+        name for name in names
+        if len({json.dumps(e.get(name), sort_keys=True) for e in experiments}) > 1
+    ]
+
+
 def _format_duration(seconds: float) -> str:
     whole = round(seconds)
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
@@ -238,9 +253,10 @@ class _Progress:
 
     WIDTH = 20
 
-    def __init__(self, total: int, report: Reporter) -> None:
+    def __init__(self, total: int, report: Reporter, label_keys: Sequence[str]) -> None:
         self.total = total
         self.report = report
+        self.label_keys = label_keys
         self.finished = 0
         self.run_seconds: list[float] = []
 
@@ -260,11 +276,8 @@ class _Progress:
         else:
             eta = "ETA ?"
         r = outcome.record
-        label = (
-            f"{r.get('exp.framework')} {r.get('exp.model')} {r.get('exp.phase')} "
-            f"batch={r.get('exp.effective_batch')} {r.get('exp.device_type')} "
-            f"{r.get('exp.dtype')}"
-        )
+        label = " ".join(f"{key}={r.get(key)}" for key in self.label_keys) or str(
+            r.get("exp.model"))
         if outcome.status == "ok":
             detail = f"{float(r['results.throughput']):.2f} samples/s"
         else:

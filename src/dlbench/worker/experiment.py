@@ -24,20 +24,21 @@ from dlbench.measure.sysinfo import host_info
 from dlbench.measure.timing import time_batches
 from dlbench.results.logfile import LogWriter
 
-#: How many lines of a traceback go into ``exp.status_msg``.
-TRACEBACK_LINES = 3
-
 
 def _now() -> str:
     return datetime.now(timezone.utc).astimezone().isoformat(timespec="milliseconds")
 
 
 def _failure_message(error: BaseException) -> str:
+    """The error first, then where it was raised; the whole traceback is in the log."""
     if isinstance(error, WorkerError):
         return str(error)
-    lines = [ln for ln in traceback.format_exception(error) if ln.strip()]
-    tail = "".join(lines[-TRACEBACK_LINES:]).strip()
-    return " | ".join(part.strip() for part in tail.splitlines() if part.strip())
+    message = f"{type(error).__name__}: {error}"
+    frames = traceback.extract_tb(error.__traceback__)
+    if frames:
+        last = frames[-1]
+        message += f" (at {Path(last.filename).name}:{last.lineno} in {last.name})"
+    return message
 
 
 def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
