@@ -222,3 +222,14 @@ def test_unknown_name_in_case_names_the_case() -> None:
     ext = {"cases": [{"user.ok": 1}, {"exp.replica_bach": 2}]}
     with pytest.raises(ConfigError, match=r"exp.replica_bach \(from case 2 of -E flag 1\)"):
         plan(extensions=[ext])
+
+
+def test_varying_parameters_are_the_inputs_that_differ() -> None:
+    from dlbench.launch.runner import varying_parameters
+
+    exps = plan(variables=["exp.replica_batch=[8,16]", "user.tag=[a,b]"],
+                params=["exp.num_batches=3"])
+    # exp.effective_batch differs too, but it is derived from exp.replica_batch;
+    # exp.log_file and exp.id differ but do not define the measurement.
+    assert varying_parameters(exps) == ["exp.replica_batch", "user.tag"]
+    assert varying_parameters([]) == []

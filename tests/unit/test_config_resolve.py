@@ -226,10 +226,21 @@ def test_exp_id_ignores_another_frameworks_parameters() -> None:
 @pytest.mark.parametrize(
     "change",
     ["exp.out_dir=/elsewhere", "exp.log_file=/tmp/x.log", "exp.timeout=5", "exp.rerun=always",
-     "user.note=hello", "exp.replica_batch='16'"],
+     "exp.replica_batch='16'"],
 )
 def test_exp_id_ignores_non_identity_parameters(change: str) -> None:
     assert plan_one(change)["exp.id"] == plan_one()["exp.id"]
+
+
+def test_exp_id_counts_a_users_own_values_as_written() -> None:
+    # Varying only a user value (a repeat label, say) must give distinct experiments.
+    ids = [e["exp.id"] for e in plan_experiments(
+        load_spec(params=BASE, variables=["user.run=[1,2,3]"]))]
+    assert len(set(ids)) == 3
+    assert plan_one("user.note=hello")["exp.id"] != plan_one()["exp.id"]
+    # The raw text counts, so a user value may refer to exp.id itself without a cycle.
+    assert plan_one("user.tag=run-${exp.id}")["exp.id"] == plan_one("user.tag=run-${exp.id}")[
+        "exp.id"]
 
 
 def test_exp_id_referenced_by_a_user_value() -> None:

@@ -48,6 +48,8 @@ def query(args: argparse.Namespace) -> int:
     else:
         columns = choose_columns(
             selected, ["exp.model", "exp.status", "results.time", "results.throughput"])
-    for line in format_table(selected, columns, fmt="csv" if args.format == "csv" else "text"):
+    # A CSV is read by programs: full precision. A table is read by people: 2 decimals.
+    fmt, floatfmt = ("csv", "{!r}") if args.format == "csv" else ("text", "{:.2f}")
+    for line in format_table(selected, columns, fmt=fmt, floatfmt=floatfmt):
         print(line)
     return 0

@@ -43,6 +43,11 @@ class Param:
             raise ValueError(f"parameter {self.name}: unknown type {self.type!r}")
 
     @property
+    def derived(self) -> bool:
+        """True when the default is computed from other parameters."""
+        return isinstance(self.default, str) and ("${" in self.default or "$(" in self.default)
+
+    @property
     def namespace(self) -> str:
         """The part of the name before the first dot (``exp``, ``pytorch``, ...)."""
         return self.name.split(".", 1)[0]

@@ -14,7 +14,8 @@ soon as they are resolved, so a reference always sees a typed value.
   replaced by a Python literal of its value. A string that is exactly one
   expression keeps the result's type; otherwise the result's str() is interpolated.
 - ``exp.id`` is never given: it is the first 16 hex digits of the sha256 of the
-  canonical JSON of the resolved identity parameters.
+  canonical JSON of the resolved identity parameters of the experiment's framework,
+  and of the ``user.*`` values as written.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from dlbench.config.catalog import FRAMEWORKS
-from dlbench.config.registry import REGISTRY
+from dlbench.config.registry import REGISTRY, is_user_param
 from dlbench.config.safe_eval import safe_eval
 from dlbench.config.spec import Sourced, describe
 from dlbench.errors import ConfigError, UnsafeExpressionError
@@ -176,7 +177,13 @@ class Resolver:
             p.name for p in REGISTRY
             if p.identity and p.name in self._raw and belongs_to(p.name, framework)
         ]
-        return compute_exp_id({name: self.get(name) for name in names})
+        identity = {name: self.get(name) for name in names}
+        # A user's own values count too (`-V 'user.run=[1,2,3]'` asks for three
+        # experiments), as written: resolving them could need exp.id itself, and what
+        # they refer to is either in the identity already or does not belong there.
+        identity.update(
+            {name: item.value for name, item in self._raw.items() if is_user_param(name)})
+        return compute_exp_id(identity)
 
     def _resolve_param(self, name: str) -> Any:
         item = self._raw[name]

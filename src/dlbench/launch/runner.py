@@ -229,14 +229,20 @@ class Runner:
         return record
 
 
+def _is_label(name: str) -> bool:
+    """A user's own value, or a parameter that defines the measurement and is not
+    derived from others (``exp.effective_batch`` moves with ``exp.replica_batch``)."""
+    if is_user_param(name):
+        return True
+    param = REGISTRY.get(name)
+    return param is not None and param.identity and not param.derived
+
+
 def varying_parameters(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
     """The parameters that tell a sweep's experiments apart: those that define the
-    measurement (``identity`` in the registry) or are the user's own, and whose value
-    is not the same in every experiment. In the order of the first experiment."""
-    names = [
-        name for name in experiments[0]
-        if is_user_param(name) or getattr(REGISTRY.get(name), "identity", False)
-    ] if experiments else []
+    measurement or are the user's own, are not derived, and whose value is not the
+    same in every experiment. In the order of the first experiment."""
+    names = [name for name in experiments[0] if _is_label(name)] if experiments else []
     return [
         name for name in names
         if len({json.dumps(e.get(name), sort_keys=True) for e in experiments}) > 1
@@ -276,7 +282,7 @@ class _Progress:
         else:
             eta = "ETA ?"
         r = outcome.record
-        label = " ".join(f"{key}={r.get(key)}" for key in self.label_keys) or str(
+        label = " ".join(f"{key}={r.get(key, '-')}" for key in self.label_keys) or str(
             r.get("exp.model"))
         if outcome.status == "ok":
             detail = f"{float(r['results.throughput']):.2f} samples/s"
