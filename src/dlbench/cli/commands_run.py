@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config import load_spec, plan_experiments
-from dlbench.launch.runner import Runner, varying_parameters
+from dlbench.config.registry import varying_parameters
+from dlbench.launch.runner import Runner
 from dlbench.results.table import format_table
 
 #: Columns of the results table besides the parameters that vary.

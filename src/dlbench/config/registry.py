@@ -12,8 +12,9 @@ in ``exp.id``: where the log goes or how often to retry does not change the numb
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,3 +202,23 @@ _FAKE = [
 
 #: The registry every part of dlbench uses.
 REGISTRY = Registry([*_EXP, *_PYTORCH, *_FAKE])
+
+
+def _is_label(name: str) -> bool:
+    """A user's own value, or a parameter that defines the measurement and is not
+    derived from others (``exp.effective_batch`` moves with ``exp.replica_batch``)."""
+    if is_user_param(name):
+        return True
+    param = REGISTRY.get(name)
+    return param is not None and param.identity and not param.derived
+
+
+def varying_parameters(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The parameters that tell a sweep's experiments apart: those that define the
+    measurement or are the user's own, are not derived, and whose value is not the
+    same in every experiment. In the order of the first experiment."""
+    names = [name for name in experiments[0] if _is_label(name)] if experiments else []
+    return [
+        name for name in names
+        if len({json.dumps(e.get(name), sort_keys=True) for e in experiments}) > 1
+    ]

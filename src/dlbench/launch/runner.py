@@ -23,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from dlbench.config.registry import REGISTRY, is_user_param
+from dlbench.config.registry import varying_parameters
 from dlbench.launch.local import kill_worker, start_worker, worker_command, worker_environment
 from dlbench.results.logfile import LINE_RE, LogWriter
 from dlbench.results.parser import parse_log
@@ -227,26 +227,6 @@ class Runner:
                 log.write("exp.status_msg", message)
         record["exp.status"], record["exp.status_msg"] = status, message
         return record
-
-
-def _is_label(name: str) -> bool:
-    """A user's own value, or a parameter that defines the measurement and is not
-    derived from others (``exp.effective_batch`` moves with ``exp.replica_batch``)."""
-    if is_user_param(name):
-        return True
-    param = REGISTRY.get(name)
-    return param is not None and param.identity and not param.derived
-
-
-def varying_parameters(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The parameters that tell a sweep's experiments apart: those that define the
-    measurement or are the user's own, are not derived, and whose value is not the
-    same in every experiment. In the order of the first experiment."""
-    names = [name for name in experiments[0] if _is_label(name)] if experiments else []
-    return [
-        name for name in names
-        if len({json.dumps(e.get(name), sort_keys=True) for e in experiments}) > 1
-    ]
 
 
 def _format_duration(seconds: float) -> str:
