@@ -190,7 +190,7 @@ def test_public_api() -> None:
             "WRITE_FORMATS", "LogWriter", "ParseWarning", "Store", "choose_columns",
             "distinct_values", "dumps_records", "filter_records", "format_line", "format_table",
             "load_dataframe", "load_records", "match", "parse_log", "parse_logs", "parse_query",
-            "write_records",
+            "select_records", "write_atomically", "write_records",
         ]
     )  # fmt: skip
     for name in results.__all__:

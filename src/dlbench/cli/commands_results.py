@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlbench.errors import ResultsError
 from dlbench.results.io import dumps_records, load_records, write_records
 from dlbench.results.parser import parse_logs
-from dlbench.results.query import distinct_values, filter_records, parse_query
+from dlbench.results.query import parse_query, select_records
 from dlbench.results.table import choose_columns, format_table
 
 
@@ -29,17 +28,7 @@ def query(args: argparse.Namespace) -> int:
     """Print the records that match --where."""
     where = parse_query(args.where, "--where")
     records = load_records(args.input)
-    if not records:
-        raise ResultsError(f"--input {' '.join(args.input)} holds no records")
-    selected = filter_records(records, where)
-    if not selected:
-        existing = distinct_values(records, list(where))
-        hints = "; ".join(
-            f"{key}: {', '.join(map(str, values)) or '(absent everywhere)'}"
-            for key, values in existing.items()
-        )
-        raise ResultsError(f"--where {args.where} matches none of {len(records)} record(s); "
-                           f"values that exist: {hints}")
+    selected = select_records(records, where, "--where", f"--input {' '.join(args.input)}")
     if args.format == "json":
         print(dumps_records(selected))
         return 0

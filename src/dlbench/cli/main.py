@@ -7,8 +7,9 @@ stderr with exit status 2; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dlbench import __version__
 from dlbench.cli import commands_help, commands_results, commands_run
@@ -82,7 +83,76 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--columns", metavar="A,B,...",
                        help="columns of the table or csv (default: the ones that vary)")
     query.set_defaults(handler=commands_results.query)
+    report = sub.add_parser("report", allow_abbrev=False, help="tables, scorecard, HTML",
+                            description="Build a report from results.")
+    report.add_argument("--type", dest="report_type", default="exploration",
+                        choices=("exploration", "weak-scaling", "strong-scaling", "scorecard"))
+    report.add_argument("--input", nargs="+", required=True, metavar="SRC",
+                        help="run directories, results.sqlite, .json/.json.gz/.jsonl/.csv")
+    report.add_argument("--query", default="{}", metavar="JSON",
+                        help="select records first (DLBS query syntax)")
+    report.add_argument("--target-variable", default="results.time", metavar="NAME",
+                        help="the measured value the tables are built from")
+    report.add_argument("--baseline", metavar="FILE",
+                        help="targets of the scorecard (.json, .yaml or .csv)")
+    report.add_argument("--format", choices=("text", "markdown", "csv", "json", "html"),
+                        default="text")
+    report.add_argument("--output", metavar="FILE", help="write here instead of stdout")
+    report.set_defaults(handler=_lazy("commands_report", "report"))
+
+    baseline = sub.add_parser("baseline", allow_abbrev=False,
+                              help="write a scorecard baseline from results",
+                              description="Write a baseline file: one target per benchmark.")
+    baseline.add_argument("--input", nargs="+", required=True, metavar="SRC")
+    baseline.add_argument("--query", default="{}", metavar="JSON")
+    baseline.add_argument("--metric", default="results.throughput", metavar="NAME")
+    baseline.add_argument("--output", required=True, metavar="FILE",
+                          help=".json, .yaml or .csv")
+    baseline.set_defaults(handler=_lazy("commands_report", "baseline"))
+
+    compare = sub.add_parser("compare", allow_abbrev=False, help="A/B comparison of two runs",
+                             description="Compare configurations present in both A and B.")
+    compare.add_argument("a", metavar="A", help="results source of the reference")
+    compare.add_argument("b", metavar="B", help="results source compared with A")
+    compare.add_argument("--metric", default="results.throughput", metavar="NAME")
+    compare.add_argument("--threshold", default="5%", metavar="PERCENT",
+                         help="smallest change that counts (default 5%%)")
+    compare.add_argument("--fail-on-regression", action="store_true",
+                         help="exit 1 when a significant slowdown beyond the threshold exists")
+    compare.add_argument("--format", choices=("text", "markdown", "csv", "json"),
+                         default="text")
+    compare.set_defaults(handler=_lazy("commands_compare", "compare"))
+
+    plot = sub.add_parser("plot", allow_abbrev=False, help="a chart of results",
+                          description="Plot a result against a parameter (matplotlib).")
+    plot.add_argument("--input", nargs="+", required=True, metavar="SRC")
+    plot.add_argument("--x", required=True, metavar="PARAM")
+    plot.add_argument("--y", default="results.throughput", metavar="PARAM")
+    plot.add_argument("--series", metavar="JSON",
+                      help="a JSON list of queries, one line or bar group each")
+    plot.add_argument("--aggregation", choices=("avg", "min", "max", "median"), default="avg")
+    plot.add_argument("--chart", choices=("line", "bar"), default="line")
+    plot.add_argument("--baseline-x", metavar="VALUE",
+                      help="divide each series by its value at this x (speedup)")
+    plot.add_argument("--title")
+    plot.add_argument("--xlabel")
+    plot.add_argument("--ylabel")
+    plot.add_argument("--legend", nargs="+", metavar="NAME", help="one name per series")
+    plot.add_argument("--output", required=True, metavar="FILE", help=".png, .svg or .pdf")
+    plot.set_defaults(handler=_lazy("commands_plot", "plot"))
     return parser
+
+
+def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    """A handler imported when its command runs: reports pull in matplotlib and scipy,
+    which `dlbench run` does not need."""
+
+    def handler(args: argparse.Namespace) -> int:
+        imported = importlib.import_module(f"dlbench.cli.{module}")
+        result: int = getattr(imported, function)(args)
+        return result
+
+    return handler
 
 
 def main(argv: Sequence[str] | None = None) -> int:

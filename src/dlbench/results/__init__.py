@@ -11,6 +11,7 @@ from dlbench.results.io import (
     dumps_records,
     load_dataframe,
     load_records,
+    write_atomically,
     write_records,
 )
 from dlbench.results.logfile import LINE_RE, LogWriter, format_line
@@ -21,6 +22,7 @@ from dlbench.results.query import (
     filter_records,
     match,
     parse_query,
+    select_records,
 )
 from dlbench.results.store import FORMAT_VERSION, STORE_FILENAME, Store
 from dlbench.results.table import TABLE_FORMATS, choose_columns, format_table
@@ -47,5 +49,7 @@ __all__ = [
     "parse_log",
     "parse_logs",
     "parse_query",
+    "select_records",
+    "write_atomically",
     "write_records",
 ]

@@ -221,21 +221,27 @@ def _jsonl_text(records: Sequence[Mapping[str, Any]]) -> str:
     return "".join(json.dumps(dict(record), ensure_ascii=False) + "\n" for record in records)
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_atomically(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file beside it renamed into
+    place, so that a reader never sees half a file; ResultsError if it cannot."""
+    path = Path(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    # os.open with 0o666 lets the umask decide the mode, as for any new file
-    # (tempfile would leave the export readable by its owner only).
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # os.open with 0o666 lets the umask decide the mode, as for any new file
+        # (tempfile would leave the file readable by its owner only).
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def write_records(records: Sequence[Mapping[str, Any]], path: str | Path) -> None:
@@ -261,10 +267,7 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | Path) -> Non
         raise ResultsError(
             f"cannot write {path}: unknown extension; accepted: {' '.join(WRITE_FORMATS)}"
         )
-    try:
-        _write_atomically(path, data)
-    except OSError as exc:
-        raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    write_atomically(path, data)
 
 
 def load_dataframe(

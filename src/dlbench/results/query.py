@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from dlbench.errors import QueryError
+from dlbench.errors import QueryError, ResultsError
 
 _R = TypeVar("_R", bound=Mapping[str, Any])
 
@@ -206,3 +206,28 @@ def distinct_values(
             values.sort()
         result[key] = values
     return result
+
+
+def select_records(
+    records: Sequence[dict[str, Any]], query: Mapping[str, Any], flag: str, source: str
+) -> list[dict[str, Any]]:
+    """The records matching ``query``, which came from option ``flag``; ``source``
+    names the inputs in errors.
+
+    ``ResultsError`` when there are no records at all, or when the query matches none,
+    in which case the message shows the values the queried keys do take.
+    """
+    if not records:
+        raise ResultsError(f"{source} holds no records")
+    selected = filter_records(records, query)
+    if not selected:
+        existing = distinct_values(records, list(query))
+        hints = "; ".join(
+            f"{key}: {', '.join(map(str, values)) or '(absent everywhere)'}"
+            for key, values in existing.items()
+        )
+        raise ResultsError(
+            f"{flag} {json.dumps(query)} matches none of the {len(records)} record(s) of "
+            f"{source}; values that exist: {hints}"
+        )
+    return selected

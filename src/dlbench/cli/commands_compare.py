@@ -1,0 +1,31 @@
+"""``dlbench compare A B``: which configurations got faster or slower from A to B."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dlbench.errors import ResultsError
+from dlbench.report.compare import compare_records, format_comparison, parse_threshold
+from dlbench.results.io import load_records
+from dlbench.results.parser import ParseWarning
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Print the comparison; 1 with --fail-on-regression when something got slower."""
+    threshold = parse_threshold(args.threshold)
+    parse_warnings: list[ParseWarning] = []
+    sides = []
+    for name, source in (("A", args.a), ("B", args.b)):
+        records = load_records([source], parse_warnings=parse_warnings)
+        if not records:
+            raise ResultsError(f"{name} ({source}) holds no records")
+        sides.append(records)
+    for warning in parse_warnings:
+        print(f"dlbench: warning: {warning}", file=sys.stderr)
+    comparison = compare_records(sides[0], sides[1], metric=args.metric, threshold=threshold)
+    for message in comparison.warnings:
+        print(f"dlbench: warning: {message}", file=sys.stderr)
+    for line in format_comparison(comparison, args.format):
+        print(line)
+    return 1 if args.fail_on_regression and comparison.has_regression() else 0

@@ -1,0 +1,87 @@
+"""``dlbench plot``: a chart of a result against a parameter, written to a file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dlbench.errors import QueryError, ResultsError
+from dlbench.report.charts import (
+    CHART_FORMATS,
+    ChartError,
+    build_series,
+    count_points,
+    render_chart,
+)
+from dlbench.results.io import load_records, write_atomically
+from dlbench.results.parser import ParseWarning
+from dlbench.results.query import parse_query
+
+
+def _output_format(path: str) -> str:
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in CHART_FORMATS:
+        accepted = " ".join(f".{f}" for f in CHART_FORMATS)
+        raise ChartError(f"--output {path}: unknown extension; accepted: {accepted}")
+    return suffix
+
+
+def _queries(text: str | None) -> list[dict[str, Any]] | None:
+    if text is None:
+        return None
+    try:
+        queries = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise QueryError(f"--series: not valid JSON ({exc.msg} at column {exc.colno}); "
+                         'expected a list such as [{"exp.model": "resnet50"}]') from exc
+    if not isinstance(queries, list) or not queries:
+        raise QueryError('--series: expected a non-empty JSON list of queries such as '
+                         '[{"exp.model": "resnet50"}]')
+    return [parse_query(json.dumps(q), f"--series query {i + 1}") for i, q in enumerate(queries)]
+
+
+def _baseline(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        # YAML, as for -P values: "1" is the int 1, "1.5" a float, "0,1" a string.
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        value = None
+    if value is None or isinstance(value, (list, dict)):
+        raise ChartError(f"--baseline-x {text!r}: expected one value such as 1 or resnet50")
+    return value
+
+
+def plot(args: argparse.Namespace) -> int:
+    """Build the series, render the chart and write it to --output."""
+    fmt = _output_format(args.output)
+    queries = _queries(args.series)
+    baseline = _baseline(args.baseline_x)
+    parse_warnings: list[ParseWarning] = []
+    records = load_records(args.input, parse_warnings=parse_warnings)
+    for warning in parse_warnings:
+        print(f"dlbench: warning: {warning}", file=sys.stderr)
+    if not records:
+        raise ResultsError(f"--input {' '.join(args.input)} holds no records")
+    warnings: list[str] = []
+    series = build_series(records, args.x, args.y, queries=queries,
+                          aggregation=args.aggregation, legend=args.legend,
+                          baseline_x=baseline, warnings=warnings)
+    for message in warnings:
+        print(f"dlbench: warning: {message}", file=sys.stderr)
+    # The x axis names the parameter, so "at 1" is enough (a longer label overflows).
+    ylabel = args.ylabel or (
+        args.y if baseline is None else f"{args.y} / value at {args.baseline_x}")
+    data = render_chart(series, chart=args.chart, title=args.title,
+                        xlabel=args.xlabel or args.x, ylabel=ylabel,
+                        fmt=fmt)
+    write_atomically(args.output, data)
+    print(f"chart written to {args.output} ({len(series)} series, "
+          f"{count_points(series)} points)")
+    return 0

@@ -1,0 +1,301 @@
+"""Grouping and aggregation: which records a report may use, which may be averaged
+together, and what their mean and spread are.
+
+The rule every report follows: records are averaged only when every parameter that
+defines the measurement is the same. Tables are split by :data:`SEPARATE_BY`, and
+any other identity parameter that differs inside a cell becomes part of the row key
+(:func:`row_keys`). ``user.*`` labels never do, so that ``-V 'user.run=[1,2,3]'``
+repeats of one configuration are averaged, which is what they are for.
+
+Example::
+
+    records = select_records(load_records(["runs/a", "runs/b"]), {}, "--query", "runs")
+    usable, warnings = usable_records(records, "results.time")
+    for group, members in split_groups(usable):
+        ...
+    summarize([10.0, 12.0, 14.0])  # Measured(mean=12.0, sd=2.0, n=3)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from dlbench.config.registry import REGISTRY
+from dlbench.errors import ResultsError
+from dlbench.report.model import Table
+
+Record = Mapping[str, Any]
+_R = TypeVar("_R", bound=Mapping[str, Any])
+
+#: Parameters whose values are never averaged together: each combination that occurs
+#: gets tables of its own.
+SEPARATE_BY = ("exp.framework", "exp.device_type", "hw.device_name", "exp.phase", "exp.dtype")
+
+#: Keys that describe where records were measured; a report warns when they differ.
+ENVIRONMENT_KEYS = (
+    "sys.hostname",
+    "hw.cpu_model",
+    "hw.device_name",
+    "sys.framework_version",
+    "sys.dlbench_version",
+)
+
+# Some environment keys differ by nature between frameworks or device types (the
+# "fake" framework's version is "fake"); they are compared within those only.
+_ENVIRONMENT_WITHIN = {
+    "sys.framework_version": "exp.framework",
+    "hw.device_name": "exp.device_type",
+}
+
+#: How many records a warning names before it says "and N more".
+MAX_NAMED = 5
+
+
+class Measured(float):
+    """The mean of several measurements of one configuration, with their spread.
+
+    It *is* the mean (a ``float``), so any formatter or arithmetic treats it as one
+    number; a formatter that knows about it can also show ``sd`` (sample standard
+    deviation, ``None`` when ``n`` is 1) and ``n`` (how many measurements).
+    """
+
+    __slots__ = ("n", "sd")
+    sd: float | None
+    n: int
+
+    def __new__(cls, mean: float, sd: float | None, n: int) -> Measured:
+        """A mean with its sample standard deviation and count."""
+        obj = super().__new__(cls, mean)
+        obj.sd = sd
+        obj.n = n
+        return obj
+
+    @property
+    def mean(self) -> float:
+        """The mean as a plain float."""
+        return float(self)
+
+    @property
+    def sd_percent(self) -> float | None:
+        """``100 * sd / mean``; ``None`` when there is no sd or the mean is 0."""
+        if self.sd is None or float(self) == 0.0:
+            return None
+        return 100.0 * self.sd / abs(float(self))
+
+    def __repr__(self) -> str:
+        return f"Measured(mean={float(self)!r}, sd={self.sd!r}, n={self.n})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Measured, (float(self), self.sd, self.n))
+
+
+@dataclass
+class LabeledTable(Table):
+    """A :class:`Table` whose first ``label_columns`` columns name the row (model,
+    batch, ...) and whose other columns hold values; csv and json use it to tell
+    labels from values."""
+
+    label_columns: int = 1
+
+
+def summarize(values: Sequence[float]) -> Measured:
+    """Mean, sample standard deviation (n - 1 in the denominator) and count.
+
+    ``summarize([10, 12, 14])`` is mean 12, sd 2, n 3. ``ValueError`` when empty.
+    """
+    if not values:
+        raise ValueError("summarize needs at least one value")
+    n = len(values)
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else None
+    return Measured(mean, sd, n)
+
+
+def trim_extremes(values: Sequence[float]) -> list[float]:
+    """Drop the smallest and the largest value when there are at least four.
+
+    Mila's scorecard rule: one outlier run (a cold cache, a noisy neighbour) should
+    not move the result, and with fewer than four runs too little would remain.
+    """
+    ordered = sorted(values)
+    return ordered[1:-1] if len(ordered) >= 4 else ordered
+
+
+def as_number(value: Any) -> float | None:
+    """A finite int or float as a float; anything else (bool, str, NaN) is None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def record_name(record: Record, index: int) -> str:
+    """How a warning names a record: its exp.id, else its log file, else its position."""
+    for key in ("exp.id", "exp.log_file"):
+        if record.get(key):
+            return str(record[key])
+    return f"record #{index + 1}"
+
+
+def _named(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:MAX_NAMED])
+    more = len(names) - MAX_NAMED
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def usable_records(
+    records: Sequence[dict[str, Any]], target: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records a report uses (``exp.status`` ok, a finite number in ``target``)
+    and warnings saying how many were left out and why.
+
+    ``ResultsError`` when none is left, naming why.
+    """
+    usable: list[dict[str, Any]] = []
+    not_ok: dict[str, int] = {}
+    no_value: list[str] = []
+    for index, record in enumerate(records):
+        status = record.get("exp.status")
+        if status != "ok":
+            reason = str(status) if status else "missing"
+            not_ok[reason] = not_ok.get(reason, 0) + 1
+        elif as_number(record.get(target)) is None:
+            no_value.append(record_name(record, index))
+        else:
+            usable.append(record)
+    warnings: list[str] = []
+    if not_ok:
+        reasons = ", ".join(f"{count} {status}" for status, count in sorted(not_ok.items()))
+        warnings.append(
+            f"{sum(not_ok.values())} record(s) skipped: exp.status is not ok ({reasons})"
+        )
+    if no_value:
+        warnings.append(
+            f"{len(no_value)} record(s) skipped: no numeric {target}: {_named(no_value)}"
+        )
+    if not usable:
+        raise ResultsError(
+            f"none of the {len(records)} selected record(s) has exp.status ok and a numeric "
+            f"{target}: " + "; ".join(warnings)
+        )
+    return usable, warnings
+
+
+def _identity(value: Any) -> Hashable:
+    # Values may be lists or dicts (unhashable); their JSON text identifies them.
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return (type(value).__name__, value) if isinstance(value, bool) else value
+    return json.dumps(value, sort_keys=True)
+
+
+def key_of(record: Record, keys: Sequence[str]) -> tuple[Hashable, ...]:
+    """A hashable key of ``record``'s values for ``keys`` (absent is None)."""
+    return tuple(_identity(record.get(key)) for key in keys)
+
+
+def split_groups(
+    records: Sequence[_R], keys: Sequence[str] = SEPARATE_BY
+) -> list[tuple[dict[str, Any], list[_R]]]:
+    """Split records by the ``keys`` whose value differs between them.
+
+    Each group comes with the values of those varying keys (empty when nothing
+    varies: one group), in order of first appearance.
+    """
+    varying = [k for k in keys if len({_identity(r.get(k)) for r in records}) > 1]
+    groups: dict[tuple[Hashable, ...], tuple[dict[str, Any], list[_R]]] = {}
+    for record in records:
+        key = key_of(record, varying)
+        if key not in groups:
+            groups[key] = ({k: record.get(k) for k in varying}, [])
+        groups[key][1].append(record)
+    return list(groups.values())
+
+
+def identity_candidates(records: Iterable[Record], exclude: Iterable[str]) -> list[str]:
+    """Registry parameters that define the measurement, are not derived, are not
+    ``user.*`` and are not in ``exclude``, present in some record; registry order."""
+    present: set[str] = set()
+    for record in records:
+        present.update(record)
+    excluded = set(exclude)
+    return [
+        p.name for p in REGISTRY
+        if p.identity and not p.derived and p.name in present and p.name not in excluded
+    ]
+
+
+def row_keys(
+    records: Sequence[Record], base: Sequence[str], axis: Sequence[str], candidates: Sequence[str]
+) -> list[str]:
+    """``base`` plus each candidate that would otherwise be averaged over.
+
+    A candidate joins the row key when some cell (records equal in the row key so far
+    and in ``axis``) holds more than one of its values. A parameter that moves with
+    the column (``fake.step_ms`` set per batch size by an extension) stays out, so
+    each row still spans the columns.
+    """
+    keys = list(base)
+    for candidate in candidates:
+        seen: dict[tuple[Hashable, ...], Hashable] = {}
+        for record in records:
+            cell = key_of(record, [*keys, *axis])
+            value = _identity(record.get(candidate))
+            if seen.setdefault(cell, value) != value:
+                keys.append(candidate)
+                break
+    return keys
+
+
+def environment_warning(records: Sequence[Record]) -> str | None:
+    """A warning naming the environment keys whose values differ, or None.
+
+    ``sys.framework_version`` is compared within each framework and
+    ``hw.device_name`` within each device type, where a difference means another
+    machine or build rather than another kind of measurement.
+    """
+    parts: list[str] = []
+    for key in ENVIRONMENT_KEYS:
+        within = _ENVIRONMENT_WITHIN.get(key)
+        counts: dict[Hashable, tuple[Any, int]] = {}
+        differs = False
+        for _, members in split_groups(records, [within] if within else []):
+            values = {_identity(r.get(key)) for r in members if key in r}
+            differs = differs or len(values) > 1
+            for record in members:
+                if key in record:
+                    ident = _identity(record[key])
+                    value, count = counts.get(ident, (record[key], 0))
+                    counts[ident] = (value, count + 1)
+        if differs:
+            listed = ", ".join(f"{value} ({count})" for value, count in counts.values())
+            parts.append(f"{key}: {listed}")
+    if not parts:
+        return None
+    return "records come from different environments: " + "; ".join(parts)
+
+
+def value_order(value: Any) -> tuple[int, Any]:
+    """A sort key that orders numbers numerically, then strings, then anything else
+    (by JSON text), so that rows and columns come out in a stable, natural order."""
+    number = as_number(value)
+    if number is not None:
+        return (0, number)
+    if isinstance(value, str):
+        return (1, value)
+    return (2, json.dumps(value, sort_keys=True))
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile with linear interpolation between order statistics (numpy's
+    default): position q * (n - 1) in the sorted values. ``ValueError`` when empty."""
+    if not values:
+        raise ValueError("quantile of no values")
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

@@ -1,0 +1,395 @@
+"""A/B comparison of two sets of results: which configurations got faster or slower.
+
+Configurations are matched on the parameters that define a measurement (registry
+``identity``, not derived, nothing from ``user.*``), except those that hold one value
+throughout A and another throughout B: such a parameter (``pytorch.num_threads`` 1
+against 2, a new ``fake.step_ms``) is what is being compared, so it is reported and
+left out of the match. Repeats of a configuration on one side are pooled.
+
+A change counts only when it is both significant (Welch's t-test on the per-batch
+values, p < 0.05) and larger than the threshold. Per-batch values come from
+``results.time_data``: the batch times themselves for ``results.time*`` metrics, the
+per-batch throughput ``exp.effective_batch * 1000 / t`` for ``results.throughput``.
+Consecutive batches are autocorrelated (clocks, caches, the allocator), so the
+effective sample size is smaller than the number of batches and the p-values are
+optimistic; the threshold is what keeps that from flagging noise.
+
+Example::
+
+    comparison = compare_records(load_records(["old"]), load_records(["new"]),
+                                 metric="results.throughput", threshold=0.05)
+    print("\\n".join(format_comparison(comparison, "text")))
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+from dlbench.config.registry import REGISTRY
+from dlbench.errors import DlbenchError, ResultsError
+from dlbench.results.table import format_table
+
+#: Significance level of the test behind a verdict.
+ALPHA = 0.05
+#: Environment keys that should match for a comparison to mean what it seems to.
+ENVIRONMENT_KEYS = ("sys.hostname", "hw.cpu_model", "hw.device_name", "sys.framework_version")
+FORMATS = ("text", "markdown", "csv", "json")
+VERDICTS = ("faster", "slower", "unchanged")
+_KEY_PARAMS = [p.name for p in REGISTRY if p.identity and not p.derived]
+_THRESHOLD_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
+
+
+class CompareError(DlbenchError):
+    """A comparison option (such as --threshold) has a value that is not accepted."""
+
+
+@dataclass
+class ConfigComparison:
+    """One configuration present on both sides.
+
+    ``a`` and ``b`` are the metric's mean over the side's records; ``ratio`` is
+    ``b / a``; ``p_value`` is None when a side has fewer than two values to test.
+    """
+
+    config: dict[str, Any]
+    a: float
+    b: float
+    ratio: float
+    p_value: float | None
+    verdict: str
+    n_a: int
+    n_b: int
+
+    @property
+    def change_pct(self) -> float:
+        """``(ratio - 1) * 100``."""
+        return (self.ratio - 1.0) * 100.0
+
+
+@dataclass
+class Comparison:
+    """Everything :func:`compare_records` found; formatted by :func:`format_comparison`."""
+
+    metric: str
+    higher_is_better: bool
+    threshold: float
+    columns: list[str]
+    rows: list[ConfigComparison]
+    differing: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    only_a: list[dict[str, Any]] = field(default_factory=list)
+    only_b: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """How many configurations got each verdict."""
+        return {v: sum(1 for row in self.rows if row.verdict == v) for v in VERDICTS}
+
+    def geometric_mean(self) -> float:
+        """The geometric mean of the ratios B/A (rows always exist)."""
+        return math.exp(statistics.fmean(math.log(row.ratio) for row in self.rows))
+
+    def has_regression(self) -> bool:
+        """Whether some configuration is significantly slower beyond the threshold."""
+        return any(row.verdict == "slower" for row in self.rows)
+
+
+def parse_threshold(text: str) -> float:
+    """``"5%"`` or ``"0.05"`` → 0.05; anything else raises ``CompareError``.
+
+    A bare number must be a fraction below 1, so ``5`` (500 %? 5 %?) is refused.
+    """
+    found = _THRESHOLD_RE.match(text)
+    value = float(found.group(1)) / (100.0 if found.group(2) else 1.0) if found else math.nan
+    if not 0.0 <= value < 1.0:
+        raise CompareError(
+            f"--threshold {text!r}: expected a percentage such as 5% or a fraction such as "
+            "0.05 (below 100%)"
+        )
+    return value
+
+
+def higher_is_better(metric: str) -> bool:
+    """True for throughputs; times, latencies, memory and anything else: lower is better."""
+    return "throughput" in metric
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    # bool is an int subclass, but true is not a measurement.
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _key(value: Any) -> str:
+    if _is_number(value) and float(value).is_integer():
+        return json.dumps(float(value))  # 1 and 1.0 are one value (CSV round trips)
+    return json.dumps(value, sort_keys=True)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _shown(value: Any) -> str:
+    """A value for people: ``-`` where the parameter is absent."""
+    return "-" if value is None else _text(value)
+
+
+def _constant(records: Sequence[Mapping[str, Any]], name: str) -> bool:
+    return len({_key(r.get(name)) for r in records}) == 1
+
+
+def _batch_values(record: Mapping[str, Any], metric: str) -> list[float] | None:
+    """The record's per-batch values of ``metric``, or None when it has none."""
+    times = record.get("results.time_data")
+    if not isinstance(times, list) or not times or not all(_is_number(t) for t in times):
+        return None
+    if metric.startswith("results.time"):
+        return [float(t) for t in times]
+    batch = record.get("exp.effective_batch")
+    if metric == "results.throughput" and _is_number(batch) and all(t > 0 for t in times):
+        return [float(batch) * 1000.0 / t for t in times]
+    return None
+
+
+def _samples(records: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
+    """Values to test: every batch of every record, or else one value per record."""
+    batches = [_batch_values(r, metric) for r in records]
+    if all(b is not None for b in batches):
+        return [value for b in batches if b is not None for value in b]
+    return [float(r[metric]) for r in records]
+
+
+def welch_p_value(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Two-sided p-value of Welch's t-test that ``a`` and ``b`` have the same mean.
+
+    None with fewer than two values on a side. When neither side varies, the test is
+    undefined: 1.0 if the means are equal, else 0.0.
+    """
+    if len(a) < 2 or len(b) < 2:
+        return None
+    if statistics.variance(a) == 0 and statistics.variance(b) == 0:
+        return 1.0 if statistics.fmean(a) == statistics.fmean(b) else 0.0
+    from scipy import stats  # type: ignore[import-untyped]  # costly import; only here
+
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def verdict(ratio: float, p_value: float | None, threshold: float, higher_better: bool) -> str:
+    """``faster``, ``slower`` or ``unchanged`` for a ratio B/A.
+
+    A change counts when ``|ratio - 1| > threshold`` and, where a p-value exists,
+    ``p < ALPHA``. Without one (too few values to test) the threshold alone decides.
+    """
+    significant = p_value is None or p_value < ALPHA
+    if not significant or abs(ratio - 1.0) <= threshold:
+        return "unchanged"
+    return "faster" if (ratio > 1.0) == higher_better else "slower"
+
+
+def _environment_warning(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> str:
+    parts = []
+    for name in ENVIRONMENT_KEYS:
+        in_a = sorted({_text(r[name]) for r in a if name in r})
+        in_b = sorted({_text(r[name]) for r in b if name in r})
+        if in_a != in_b:
+            parts.append(f"{name} (A: {', '.join(in_a) or '-'}; B: {', '.join(in_b) or '-'})")
+    return "A and B ran in different environments: " + "; ".join(parts) if parts else ""
+
+
+def _usable(records: Sequence[Mapping[str, Any]], side: str, metric: str,
+            warnings: list[str]) -> list[Mapping[str, Any]]:
+    ok = [r for r in records if r.get("exp.status") == "ok"]
+    if len(ok) < len(records):
+        warnings.append(f"{side}: {len(records) - len(ok)} record(s) not ok left out")
+    usable = [r for r in ok if _is_number(r.get(metric)) and r[metric] != 0]
+    if len(usable) < len(ok):
+        warnings.append(f"{side}: {len(ok) - len(usable)} ok record(s) without {metric} left out")
+    if not usable:
+        raise ResultsError(f"{side} has no ok record with a (non-zero) {metric}")
+    return usable
+
+
+def _label_columns(
+    records: Sequence[Mapping[str, Any]], names: Sequence[str]
+) -> list[str]:
+    varying = [n for n in names if not _constant(records, n)]
+    if varying:
+        return varying
+    # Only one configuration: name it by what it ran.
+    return [n for n in ("exp.framework", "exp.model", "exp.phase") if n in records[0]]
+
+
+def _nothing_in_common(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]],
+                       key_names: Sequence[str], differing: Sequence[str]) -> str:
+    """Why no configuration matched: the key parameters whose values differ."""
+    apart = []
+    for name in key_names:
+        in_a = {_key(r.get(name)): _shown(r.get(name)) for r in a}
+        in_b = {_key(r.get(name)): _shown(r.get(name)) for r in b}
+        if in_a.keys() != in_b.keys():
+            apart.append(f"{name} (A: {', '.join(in_a.values())}; B: {', '.join(in_b.values())})")
+    return (
+        "no configuration is present in both A and B; values that differ: "
+        + "; ".join(apart[:5])
+        + (f" (set apart as the thing compared: {', '.join(differing)})" if differing else "")
+    )
+
+
+def compare_records(
+    a: Sequence[Mapping[str, Any]],
+    b: Sequence[Mapping[str, Any]],
+    *,
+    metric: str = "results.throughput",
+    threshold: float = 0.05,
+) -> Comparison:
+    """Compare the configurations of ``b`` with the same configurations in ``a``.
+
+    Only records with ``exp.status`` ok and a numeric ``metric`` count (the others are
+    listed in ``warnings``). Raises ``ResultsError`` when a side has no such record or
+    no configuration is present on both sides. See the module docstring for how
+    configurations are matched and verdicts reached.
+    """
+    warnings: list[str] = []
+    a_ok, b_ok = _usable(a, "A", metric, warnings), _usable(b, "B", metric, warnings)
+    differing = {
+        name: (a_ok[0].get(name), b_ok[0].get(name))
+        for name in _KEY_PARAMS
+        if _constant(a_ok, name) and _constant(b_ok, name)
+        and _key(a_ok[0].get(name)) != _key(b_ok[0].get(name))
+    }
+    key_names = [n for n in _KEY_PARAMS if n not in differing]
+    columns = _label_columns([*a_ok, *b_ok], key_names)
+
+    def group(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for record in records:
+            groups.setdefault(_key([record.get(n) for n in key_names]), []).append(record)
+        return groups
+
+    def label(record: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: record.get(name) for name in columns}
+
+    groups_a, groups_b = group(a_ok), group(b_ok)
+    rows = []
+    for key, side_a in groups_a.items():
+        side_b = groups_b.get(key)
+        if side_b is None:
+            continue
+        mean_a = statistics.fmean(float(r[metric]) for r in side_a)
+        mean_b = statistics.fmean(float(r[metric]) for r in side_b)
+        ratio = mean_b / mean_a
+        p = welch_p_value(_samples(side_a, metric), _samples(side_b, metric))
+        rows.append(ConfigComparison(
+            config=label(side_a[0]), a=mean_a, b=mean_b, ratio=ratio, p_value=p,
+            verdict=verdict(ratio, p, threshold, higher_is_better(metric)),
+            n_a=len(side_a), n_b=len(side_b)))
+    if not rows:
+        raise ResultsError(_nothing_in_common(a_ok, b_ok, key_names, list(differing)))
+    environment = _environment_warning(a_ok, b_ok)
+    notes = []
+    if any(row.p_value is None for row in rows):
+        notes.append("p-value '-': too few values to test; the threshold alone decided")
+    return Comparison(
+        metric=metric, higher_is_better=higher_is_better(metric), threshold=threshold,
+        columns=columns, rows=rows, differing=differing,
+        only_a=[label(g[0]) for k, g in groups_a.items() if k not in groups_b],
+        only_b=[label(g[0]) for k, g in groups_b.items() if k not in groups_a],
+        warnings=[*([environment] if environment else []), *warnings], notes=notes,
+    )
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def _number(value: float) -> str:
+    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.4g}"
+
+
+def _p_text(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def _config_text(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={_text(v)}" for k, v in config.items()) or "(one configuration)"
+
+
+def _header(c: Comparison) -> list[str]:
+    better = "higher" if c.higher_is_better else "lower"
+    lines = [
+        f"{c.metric} ({better} is better): ratio = B / A; a change counts when p < {ALPHA} "
+        f"(Welch's t-test on per-batch values) and |change| > {c.threshold * 100:g}%"
+    ]
+    if c.differing:
+        lines.append("A and B differ in: " + "; ".join(
+            f"{name} (A: {_shown(va)}, B: {_shown(vb)})" for name, (va, vb) in c.differing.items()))
+    return lines
+
+
+def _summary(c: Comparison) -> list[str]:
+    counts = c.counts()
+    geo = c.geometric_mean()
+    lines = [
+        f"faster: {counts['faster']}, slower: {counts['slower']}, "
+        f"unchanged: {counts['unchanged']}",
+        f"geometric mean of ratios: {geo:.4f} ({(geo - 1) * 100:+.2f}%)",
+    ]
+    for side, configs in (("A", c.only_a), ("B", c.only_b)):
+        if configs:
+            lines.append(f"only in {side}: " + " | ".join(_config_text(x) for x in configs))
+    lines.extend(f"note: {n}" for n in c.notes)
+    lines.append("note: consecutive batches are autocorrelated, so p-values are optimistic")
+    return lines
+
+
+def _as_json(c: Comparison) -> dict[str, Any]:
+    return {
+        "metric": c.metric, "higher_is_better": c.higher_is_better, "threshold": c.threshold,
+        "alpha": ALPHA,
+        "differing": {k: {"A": va, "B": vb} for k, (va, vb) in c.differing.items()},
+        "rows": [
+            {**row.config, "A": row.a, "B": row.b, "ratio": row.ratio,
+             "change_pct": row.change_pct, "p_value": row.p_value, "verdict": row.verdict,
+             "records_A": row.n_a, "records_B": row.n_b}
+            for row in c.rows
+        ],
+        "counts": c.counts(), "geometric_mean": c.geometric_mean(),
+        "only_A": c.only_a, "only_B": c.only_b, "warnings": c.warnings, "notes": c.notes,
+    }
+
+
+def format_comparison(c: Comparison, fmt: str = "text") -> list[str]:
+    """The comparison as lines of ``text``, ``markdown``, ``csv`` (the table only, full
+    precision) or ``json`` (one document). Warnings are not included: print them apart.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; accepted: {', '.join(FORMATS)}")
+    if fmt == "json":
+        return json.dumps(_as_json(c), indent=2).splitlines()
+    headers = [*c.columns, "A", "B", "ratio", "change %", "p-value", "verdict"]
+    keys = [f"c{i}" for i in range(len(headers))]
+    if fmt == "csv":
+        raw = [[*(row.config[n] for n in c.columns), row.a, row.b, row.ratio,
+                row.change_pct, row.p_value, row.verdict] for row in c.rows]
+        return format_table([dict(zip(keys, r, strict=True)) for r in raw], keys,
+                            headers=[*c.columns, "A", "B", "ratio", "change_pct", "p_value",
+                                     "verdict"], fmt="csv", floatfmt="{!r}")
+    cells = [[*(_text(row.config[n]) for n in c.columns), _number(row.a), _number(row.b),
+              f"{row.ratio:.4f}", f"{row.change_pct:+.2f}", _p_text(row.p_value), row.verdict]
+             for row in c.rows]
+    # format_table left-aligns strings; numbers read better right-aligned, so pad them.
+    for i in range(len(c.columns), len(headers) - 1):
+        width = max(len(headers[i]), *(len(line[i]) for line in cells))
+        headers[i] = headers[i].rjust(width)
+        for line in cells:
+            line[i] = line[i].rjust(width)
+    table = format_table([dict(zip(keys, line, strict=True)) for line in cells], keys,
+                         headers=headers, fmt="markdown" if fmt == "markdown" else "text")
+    return [*_header(c), "", *table, "", *_summary(c)]

@@ -1,0 +1,403 @@
+"""A report as one self-contained HTML page: tables, charts, failures, every experiment.
+
+The page has no external resource of any kind (styles and the small table-sorting
+script are inline, charts are inline SVG), so it can be mailed, archived or opened
+from ``file://`` on a machine with no network. Every value that comes from a record
+or a report is HTML-escaped: model names and error messages are user input.
+
+Example::
+
+    records = load_records(["runs/sweep1"])
+    report = build_table_report(records, "exploration")
+    write_html_report(report, records, Path("sweep1.html"))
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import numbers
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import dlbench
+from dlbench.config.registry import varying_parameters
+from dlbench.report.aggregate import Measured
+from dlbench.report.model import Report, Table
+from dlbench.report.render import MISSING, format_value, spread
+from dlbench.results.io import write_atomically
+
+#: Lists (e.g. ``results.time_data``) longer than this are cut in the experiment details.
+MAX_LIST_ITEMS = 20
+
+#: Named in a chart's caption when all of its records share them.
+_CAPTION_KEYS = ("exp.framework", "exp.device_type", "hw.device_name")
+
+#: Always at the start of an experiment's label, whether they vary or not.
+_LABEL_KEYS = ("exp.framework", "exp.model", "exp.phase")
+
+_ENVIRONMENT_PREFIXES = ("sys.", "hw.")
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
+ color:#1f2328;background:#fff;max-width:1200px;margin:0 auto;padding:1.2rem 1.5rem 3rem}
+h1{font-size:1.6rem;margin:.2rem 0}
+h2{font-size:1.25rem;border-bottom:1px solid #d0d7de;padding-bottom:.2rem;margin-top:2rem}
+h3{font-size:1.05rem;margin:1.2rem 0 .3rem}
+.meta{color:#59636e;margin:.2rem 0 1rem}
+nav a{margin-right:1rem}
+a{color:#0969da}
+table{border-collapse:collapse;margin:.4rem 0;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid #d0d7de;padding:.25rem .65rem;text-align:left;vertical-align:top}
+thead th{background:#f6f8fa;white-space:nowrap}
+table.sortable thead th{cursor:pointer;user-select:none}
+th[aria-sort=ascending]::after{content:" \\25B2";font-size:.7em}
+th[aria-sort=descending]::after{content:" \\25BC";font-size:.7em}
+td.num,th.num{text-align:right}
+td.missing{color:#8c959f}
+.group{color:#59636e;margin:0}
+.notes{color:#59636e;font-size:.92em;margin:.2rem 0 1rem;padding-left:1.2rem}
+.warnings{background:#fff8c5;border-left:4px solid #d4a72c;padding:.4rem 1rem;margin:1rem 0}
+.summary{background:#f6f8fa;padding:.5rem 1rem .5rem 2rem;border-radius:6px}
+.failure{background:#ffebe9;border:1px solid #ff8182;border-left:6px solid #cf222e;
+ border-radius:6px;padding:.3rem 1rem;margin:.8rem 0}
+.failure h3{margin:.4rem 0}
+.status{font-weight:700;text-transform:uppercase;letter-spacing:.03em}
+.status-bad{color:#cf222e}
+.status-ok{color:#1a7f37}
+pre{white-space:pre-wrap;word-break:break-word;background:#fff;border:1px solid #d0d7de;
+ border-radius:4px;padding:.5rem;margin:.4rem 0;font-size:.92em}
+details{border:1px solid #d0d7de;border-radius:6px;margin:.35rem 0;padding:.25rem .7rem}
+summary{cursor:pointer}
+details table.kv td:first-child{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;
+ white-space:nowrap}
+figure{margin:1rem 0}
+figcaption{font-weight:600;margin-bottom:.3rem}
+.chart svg{max-width:100%;height:auto}
+"""
+
+# Sorts a table by the clicked header; numeric cells carry their raw value in
+# data-sort so that "1,000.00" or a floatfmt never decides the order.
+_JS = """
+(function () {
+  function key(row, index) {
+    var cell = row.cells[index];
+    if (!cell || cell.classList.contains("missing")) { return null; }
+    var raw = cell.getAttribute("data-sort");
+    return raw !== null ? parseFloat(raw) : cell.textContent;
+  }
+  function compare(a, b) {
+    if (a === null || b === null) { return a === b ? 0 : (a === null ? 1 : -1); }
+    if (typeof a === "number" && typeof b === "number") { return a - b; }
+    return String(a).localeCompare(String(b), undefined, {numeric: true});
+  }
+  function sortBy(th) {
+    var table = th.closest("table");
+    var body = table.tBodies[0];
+    var index = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var ascending = th.getAttribute("aria-sort") !== "ascending";
+    table.querySelectorAll("thead th").forEach(function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (r1, r2) {
+      var a = key(r1, index), b = key(r2, index);
+      if (a === null || b === null) { return compare(a, b); }
+      return ascending ? compare(a, b) : compare(b, a);
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  }
+  document.querySelectorAll("table.sortable thead th").forEach(function (th) {
+    th.addEventListener("click", function () { sortBy(th); });
+  });
+  // A link to an experiment opens its (closed) details block.
+  document.querySelectorAll("a[href^='#exp-']").forEach(function (a) {
+    a.addEventListener("click", function () {
+      var target = document.getElementById(a.getAttribute("href").slice(1));
+      if (target) { target.open = true; }
+    });
+  });
+})();
+"""
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _is_number(value: Any) -> bool:
+    # bool is an Integral; true must never sort or align as 1.
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _status(record: Mapping[str, Any]) -> str:
+    return str(record.get("exp.status", "unknown"))
+
+
+# ---------------------------------------------------------------- values
+
+
+def _cell(value: Any, floatfmt: str) -> str:
+    """One ``<td>``, worded as in the text report (``152.31 ±2.1%``, ``-``); numbers
+    right-aligned and carrying their raw value for sorting."""
+    text = format_value(value, floatfmt)
+    if not _is_number(value):
+        return f"<td>{_esc(text)}</td>" if value is not None else '<td class="missing">-</td>'
+    if text == MISSING:  # NaN or infinity: no measurement
+        return '<td class="missing">-</td>'
+    tip = ""
+    if isinstance(value, Measured):
+        sd = "-" if value.sd is None else floatfmt.format(value.sd)
+        tip = f' title="{_esc(f"mean of {value.n} run(s), sample sd {sd}")}"'
+    sort_key = _esc(repr(float(value)))
+    return f'<td class="num" data-sort="{sort_key}"{tip}>{_esc(text + spread(value))}</td>'
+
+
+def _plain_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def _detail_value(value: Any) -> str:
+    """A record's value in full, except that long lists and dicts are cut with a count."""
+    if isinstance(value, (list, tuple)) and len(value) > MAX_LIST_ITEMS:
+        head = json.dumps(list(value[:MAX_LIST_ITEMS]), ensure_ascii=False)
+        return f"{head[:-1]}, … ({len(value)} values)]"
+    if isinstance(value, dict) and len(value) > MAX_LIST_ITEMS:
+        text = json.dumps(dict(sorted(value.items())[:MAX_LIST_ITEMS]), ensure_ascii=False)
+        return f"{text[:-1]}, … ({len(value)} entries)}}"
+    return _plain_value(value)
+
+
+# ---------------------------------------------------------------- report parts
+
+
+def _table_html(table: Table) -> str:
+    numeric = [
+        any(_is_number(row[i]) for row in table.rows if i < len(row))
+        for i in range(len(table.columns))
+    ]
+    head = "".join(
+        f'<th scope="col" class="{"num" if is_num else "text"}" title="click to sort">'
+        f"{_esc(c)}</th>"
+        for c, is_num in zip(table.columns, numeric, strict=True)
+    )
+    body = "\n".join(
+        "<tr>" + "".join(_cell(v, table.floatfmt) for v in row) + "</tr>" for row in table.rows
+    )
+    parts = [f"<h3>{_esc(table.title)}</h3>"]
+    if table.group:
+        group = ", ".join(f"{k}={_plain_value(v)}" for k, v in table.group.items())
+        parts.append(f'<p class="group">{_esc(group)}</p>')
+    parts.append(
+        f'<table class="sortable"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
+    )
+    if table.notes:
+        notes = "".join(f"<li>{_esc(note)}</li>" for note in table.notes)
+        parts.append(f'<ul class="notes">{notes}</ul>')
+    return "\n".join(parts)
+
+
+def _label(record: Mapping[str, Any], varying: Sequence[str]) -> str:
+    """``fake resnet50 training exp.replica_batch=2``: what tells this experiment apart."""
+    words = [str(record.get(k, "?")) for k in _LABEL_KEYS]
+    words += [
+        f"{k}={_plain_value(record[k])}" for k in varying if k in record and k not in _LABEL_KEYS
+    ]
+    return " ".join(words)
+
+
+def _status_html(status: str) -> str:
+    kind = "status-ok" if status == "ok" else "status-bad"
+    return f'<span class="status {kind}">{_esc(status)}</span>'
+
+
+def _failure_html(index: int, record: Mapping[str, Any], label: str) -> str:
+    message = record.get("exp.status_msg") or "(no message)"
+    parts = [
+        '<section class="failure">',
+        f"<h3>{_status_html(_status(record))} {_esc(label)}</h3>",
+        f'<pre class="status-msg">{_esc(_plain_value(message))}</pre>',
+    ]
+    if "exp.log_file" in record:
+        parts.append(f"<p>Log: <code>{_esc(_plain_value(record['exp.log_file']))}</code></p>")
+    parts.append(f'<p><a href="#exp-{index}">All parameters of this experiment</a></p>')
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _kv_table(record: Mapping[str, Any], keys: Sequence[str]) -> str:
+    rows = "\n".join(
+        f"<tr><td>{_esc(k)}</td><td>{_esc(_detail_value(record[k]))}</td></tr>" for k in keys
+    )
+    return f'<table class="kv"><tbody>\n{rows}\n</tbody></table>'
+
+
+def _experiment_html(index: int, record: Mapping[str, Any], label: str) -> str:
+    keys = sorted(record)
+    groups = (
+        ("Results", [k for k in keys if k.startswith("results.")]),
+        ("Environment", [k for k in keys if k.startswith(_ENVIRONMENT_PREFIXES)]),
+    )
+    grouped = {k for _, group in groups for k in group}
+    sections = [("Parameters", [k for k in keys if k not in grouped]), *groups]
+    body = "\n".join(
+        f"<h4>{title}</h4>\n{_kv_table(record, group)}" for title, group in sections if group
+    )
+    exp_id = record.get("exp.id")
+    ident = f" <code>{_esc(exp_id)}</code>" if exp_id is not None else ""
+    return (
+        f'<details id="exp-{index}"><summary>{_status_html(_status(record))} '
+        f"{_esc(label)}{ident}</summary>\n{body}\n</details>"
+    )
+
+
+def _header_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    ok = sum(_status(r) == "ok" for r in records)
+    parts = [
+        f"<h1>{_esc(report.title)}</h1>",
+        f'<p class="meta">Generated {_esc(now)} by dlbench {_esc(dlbench.__version__)} from '
+        f"{len(records)} records ({ok} ok, {len(records) - ok} not ok).</p>",
+        '<nav><a href="#tables">Tables</a><a href="#charts">Charts</a>'
+        '<a href="#failures">Failures</a><a href="#experiments">Experiments</a></nav>',
+    ]
+    if report.warnings:
+        items = "".join(f"<li>{_esc(w)}</li>" for w in report.warnings)
+        parts.append(
+            f'<div class="warnings" role="alert"><strong>Warnings</strong><ul>{items}</ul></div>'
+        )
+    if report.summary:
+        items = "".join(f"<li>{_esc(s)}</li>" for s in report.summary)
+        parts.append(f'<ul class="summary">{items}</ul>')
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- charts
+
+# The XML prolog and doctype are not allowed inside HTML; the metadata block only
+# names the creator (with URLs that are not resources, but look like them).
+_SVG_NOT_INLINE_RE = re.compile(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<metadata>.*?</metadata>", re.S)
+_SVG_ID_RE = re.compile(r'\bid="([^"]+)"')
+_SVG_REF_RE = re.compile(r'(href="#|url\(#)([^")]+)')
+
+
+def _inline_svg(svg: str, prefix: str) -> str:
+    """SVG markup that can sit inside HTML next to other charts.
+
+    All inline SVGs share the page's id namespace, so each chart's ids (clip paths,
+    markers, glyphs) and the references to them get a prefix of their own.
+    """
+    svg = _SVG_NOT_INLINE_RE.sub("", svg).strip()
+    svg = _SVG_ID_RE.sub(lambda m: f'id="{prefix}{m.group(1)}"', svg)
+    return _SVG_REF_RE.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", svg)
+
+
+def _chart_groups(records: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The ok records with a throughput, one group (chart) per model and device name.
+
+    ``hw.device_name`` is no parameter, so build_series would not split series by it;
+    two GPU types averaged into one line would be a number nobody measured.
+    """
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for record in records:
+        if (
+            _status(record) == "ok"
+            and _is_number(record.get("results.throughput"))
+            and record.get("exp.replica_batch") is not None
+        ):
+            key = (str(record.get("exp.model", "?")), str(record.get("hw.device_name", "")))
+            groups.setdefault(key, []).append(record)
+    return list(groups.values())
+
+
+def _charts_html(records: Sequence[Mapping[str, Any]]) -> str:
+    """Throughput against replica batch, one inline SVG chart per model (and device).
+
+    Within a chart, build_series draws one line per combination of the other
+    parameters that vary (framework, device, precision...), so it never averages
+    measurements of different things.
+    """
+    groups = _chart_groups(records)
+    if not groups:
+        return "<p>No experiment ended ok with a throughput: nothing to chart.</p>"
+    # Imported here: matplotlib takes a while to load, and text reports never need it.
+    from dlbench.report.charts import build_series, render_chart
+
+    figures = []
+    for number, group in enumerate(groups):
+        fixed = list(  # dict: the fake backend's device name is "fake" too
+            dict.fromkeys(
+                _plain_value(group[0][k])
+                for k in _CAPTION_KEYS
+                if k in group[0] and all(r.get(k) == group[0][k] for r in group)
+            )
+        )
+        model = _plain_value(group[0].get("exp.model", "?"))
+        caption = f"{model} ({', '.join(fixed)})" if fixed else model
+        series = build_series(group, "exp.replica_batch", "results.throughput")
+        # ylabel equal to the y key: a single unlabelled series then needs no legend.
+        svg = render_chart(
+            series, xlabel="exp.replica_batch", ylabel="results.throughput", fmt="svg"
+        ).decode("utf-8")
+        figures.append(
+            f'<figure class="chart"><figcaption>{_esc(caption)}: throughput (samples/s) '
+            f"vs replica batch</figcaption>\n{_inline_svg(svg, f'chart{number}-')}\n</figure>"
+        )
+    return "\n".join(figures)
+
+
+def render_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
+    """The whole report as one HTML document, with no external resource.
+
+    Contains the report's tables, warnings and summary; throughput charts of the
+    records that ended ``ok``; a section per experiment that did not; and every
+    experiment's parameters, results and environment in a collapsible block.
+    """
+    varying = varying_parameters(records)
+    labels = [_label(r, varying) for r in records]
+    failures = [i for i, r in enumerate(records) if _status(r) != "ok"]
+    tables = "\n".join(_table_html(t) for t in report.tables) or "<p>No tables.</p>"
+    failure_parts = "\n".join(_failure_html(i, records[i], labels[i]) for i in failures)
+    experiments = "\n".join(_experiment_html(i, r, labels[i]) for i, r in enumerate(records))
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="dlbench {_esc(dlbench.__version__)}">
+<title>{_esc(report.title)}</title>
+<link rel="icon" href="data:,">
+<style>{_CSS}</style>
+</head>
+<body>
+{_header_html(report, records)}
+<section id="tables"><h2>Tables</h2>
+{tables}
+</section>
+<section id="charts"><h2>Charts</h2>
+{_charts_html(records)}
+</section>
+<section id="failures"><h2>Failures ({len(failures)})</h2>
+{failure_parts or "<p>Every experiment ended ok.</p>"}
+</section>
+<section id="experiments"><h2>Experiments ({len(records)})</h2>
+{experiments or "<p>No records.</p>"}
+</section>
+<script>{_JS}</script>
+</body>
+</html>
+"""
+
+
+def write_html_report(report: Report, records: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Write :func:`render_html` to ``path``, atomically: a temporary file in the same
+    directory renamed into place, so a reader never sees half a page."""
+    write_atomically(path, render_html(report, records).encode("utf-8"))

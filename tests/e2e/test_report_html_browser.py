@@ -1,0 +1,156 @@
+"""The HTML report of a real fake-workload run, opened in headless Chromium.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package;
+skipped when any of them is missing. The driver is given by path, so selenium's
+manager never tries to download one.
+
+``DLBENCH_HTML_SCREENSHOT=docs/img/html-report.png`` also saves a full-page
+screenshot there (how the one in ``docs/html-report.md`` was taken).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dlbench.report.html import write_html_report
+from dlbench.report.tables import build_table_report
+from dlbench.results import load_records
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+selenium = pytest.importorskip("selenium", reason="selenium is not installed")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+    pytest.skip(
+        f"needs {CHROMIUM} and {CHROMEDRIVER} (Debian: apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def report_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The exploration report, as HTML, of two ok and two failed fake experiments;
+    and the report's title."""
+    root = tmp_path_factory.mktemp("html")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dlbench",
+            "run",
+            "-P",
+            "exp.framework=fake",
+            "-P",
+            "fake.step_ms=1",
+            "-P",
+            "exp.num_batches=3",
+            "-V",
+            "exp.replica_batch=[1,2]",
+            "-V",
+            "fake.failure=[none, exception]",
+            "--out",
+            str(root / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # Two experiments fail on purpose, so the exit status says so.
+    assert "2 of 4 experiment(s) did not end ok" in proc.stderr, proc.stderr
+    records = load_records([root / "run"])
+    path = root / "report.html"
+    report = build_table_report(records, "exploration")
+    write_html_report(report, records, path)
+    return path, report.title
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1100,900",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        options.add_argument(argument)
+    options.binary_location = str(CHROMIUM)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    browser = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    browser.set_page_load_timeout(20)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+def _save_screenshot(browser: Any, path: Path) -> None:
+    """A full-page PNG, reduced to a palette so that it stays small in the docs."""
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    # The window's height includes what is not page; leave room so nothing scrolls.
+    browser.set_window_size(1100, int(height) + 200)
+    browser.execute_script("window.scrollTo(0, 0)")
+    from PIL import Image  # matplotlib's own dependency
+
+    image = Image.open(io.BytesIO(browser.get_screenshot_as_png())).convert("RGB")
+    # Below the page, a headless window paints black: keep the page only.
+    image = image.crop((0, 0, image.width, min(image.height, int(height))))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.quantize(colors=64).save(path, optimize=True)
+
+
+def test_report_opens_in_chromium_without_errors(
+    report_file: tuple[Path, str], driver: Any
+) -> None:
+    path, title = report_file
+    driver.get(path.as_uri())
+    assert title.startswith("Exploration")
+    assert driver.title == title
+    assert driver.find_element(By.TAG_NAME, "h1").text == title
+    tables = driver.find_elements(By.TAG_NAME, "table")
+    # The exploration tables, then one parameters/results/environment table per block.
+    assert len(tables) >= 3
+    assert "resnet50" in driver.find_element(By.CSS_SELECTOR, "table.sortable").text
+
+    failures = driver.find_elements(By.CSS_SELECTOR, "#failures .failure")
+    assert len(failures) == 2
+    assert "RuntimeError: fake failure at batch 0" in failures[0].text
+    assert "FAILURE" in failures[0].text  # the status, upper-cased by the page's style
+
+    charts = driver.find_elements(By.CSS_SELECTOR, "#charts figure svg")
+    assert len(charts) == 1
+    assert charts[0].size["width"] > 200  # laid out, not an empty box
+
+    # The inline script works: sorting a column and opening a linked experiment.
+    header = driver.find_elements(By.CSS_SELECTOR, "table.sortable thead th")[-1]
+    header.click()
+    header.click()
+    assert header.get_attribute("aria-sort") == "descending"
+    failures[0].find_element(By.PARTIAL_LINK_TEXT, "All parameters").click()
+    opened = driver.find_elements(By.CSS_SELECTOR, "#experiments details[open]")
+    assert len(opened) == 1 and "fake.failure" in opened[0].text
+
+    severe = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    assert severe == []
+
+    screenshot = os.environ.get("DLBENCH_HTML_SCREENSHOT")
+    if screenshot:
+        _save_screenshot(driver, Path(screenshot))

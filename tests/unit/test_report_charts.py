@@ -1,0 +1,170 @@
+"""Series building (aggregation, spread, grouping, baselines) and chart rendering."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from dlbench.errors import ResultsError
+from dlbench.report.charts import ChartError, Series, build_series, render_chart
+
+
+def rec(batch: Any, value: Any, **params: Any) -> dict[str, Any]:
+    """An ok record at exp.replica_batch=batch with results.throughput=value."""
+    record = {"exp.status": "ok", "exp.replica_batch": batch, "results.throughput": value}
+    record.update({k.replace("__", "."): v for k, v in params.items()})
+    return record
+
+
+# Three records at x=1 with y 1, 2 and 6; one at x=2 with y 5.
+# mean 3, min 1, max 6, median 2; sd: deviations -2, -1, 3 -> (4 + 1 + 9) / 2 = 7.
+POINTS = [rec(1, 1.0), rec(1, 2.0), rec(1, 6.0), rec(2, 5.0)]
+
+
+@pytest.mark.parametrize(
+    ("aggregation", "expected"), [("avg", 3.0), ("min", 1.0), ("max", 6.0), ("median", 2.0)]
+)
+def test_aggregation_of_records_at_one_x(aggregation: str, expected: float) -> None:
+    (series,) = build_series(POINTS, "exp.replica_batch", "results.throughput",
+                             aggregation=aggregation)
+    assert series.x == [1, 2]
+    assert series.y == [expected, 5.0]
+
+
+def test_err_is_sample_sd_and_zero_for_single_records() -> None:
+    (series,) = build_series(POINTS, "exp.replica_batch", "results.throughput")
+    assert series.err is not None
+    assert series.err[0] == pytest.approx(math.sqrt(7.0))
+    assert series.err[1] == 0.0
+
+
+def test_err_is_none_when_every_point_has_one_record() -> None:
+    (series,) = build_series([rec(1, 1.0), rec(2, 2.0)], "exp.replica_batch",
+                             "results.throughput")
+    assert series.err is None
+
+
+def test_numbers_sorted_numerically_strings_in_first_seen_order() -> None:
+    (numbers,) = build_series([rec(16, 3.0), rec(2, 1.0), rec(4, 2.0)], "exp.replica_batch",
+                              "results.throughput")
+    assert numbers.x == [2, 4, 16] and numbers.y == [1.0, 2.0, 3.0]
+    words = [rec(1, 1.0, exp__model=m) for m in ("vgg16", "alexnet", "resnet50", "alexnet")]
+    (strings,) = build_series(words, "exp.model", "results.throughput")
+    assert strings.x == ["vgg16", "alexnet", "resnet50"]
+
+
+def test_int_and_float_x_are_one_point() -> None:
+    # A CSV round trip can turn 1 into 1.0; they must not become two points.
+    (series,) = build_series([rec(1, 2.0), rec(1.0, 4.0)], "exp.replica_batch",
+                             "results.throughput")
+    assert series.x == [1] and series.y == [3.0]
+
+
+def test_baseline_divides_each_series_by_its_own_value() -> None:
+    records = [rec(1, 10.0, exp__model="a"), rec(2, 18.0, exp__model="a"),
+               rec(4, 30.0, exp__model="a"), rec(1, 5.0, exp__model="b"),
+               rec(2, 10.0, exp__model="b"), rec(2, 20.0, exp__model="b")]
+    a, b = build_series(records, "exp.replica_batch", "results.throughput", baseline_x=1)
+    assert a.y == pytest.approx([1.0, 1.8, 3.0])
+    assert b.y == pytest.approx([1.0, 3.0])  # mean of 10 and 20 is 15, / 5
+    # sd of 10 and 20 is 7.0711, divided by the baseline 5.
+    assert b.err == pytest.approx([0.0, math.sqrt(50.0) / 5.0])
+
+
+def test_baseline_missing_in_a_series_is_an_error() -> None:
+    records = [rec(1, 10.0, exp__model="a"), rec(2, 20.0, exp__model="b")]
+    with pytest.raises(ChartError, match=r"--baseline-x 1: series 'exp.model=b'.* values: 2"):
+        build_series(records, "exp.replica_batch", "results.throughput", baseline_x=1)
+
+
+def test_baseline_number_matches_a_string_x() -> None:
+    # exp.gpus is a string; "--baseline-x 0" arrives as the int 0.
+    records = [rec(1, 10.0, exp__gpus="0"), rec(1, 25.0, exp__gpus="0,1")]
+    (series,) = build_series(records, "exp.gpus", "results.throughput", baseline_x=0)
+    assert series.y == [1.0, 2.5]
+
+
+def test_default_series_one_per_varying_parameter_value_without_user() -> None:
+    records = [rec(1, 1.0, exp__model="alexnet", user__tag="x"),
+               rec(2, 2.0, exp__model="alexnet", user__tag="y"),
+               rec(1, 3.0, exp__model="vgg16", user__tag="x")]
+    series = build_series(records, "exp.replica_batch", "results.throughput")
+    assert [s.label for s in series] == ["exp.model=alexnet", "exp.model=vgg16"]
+    assert [s.y for s in series] == [[1.0, 2.0], [3.0]]
+
+
+def test_one_series_labelled_with_y_when_nothing_varies() -> None:
+    (series,) = build_series([rec(1, 1.0), rec(2, 2.0)], "exp.replica_batch",
+                             "results.throughput")
+    assert series.label == "results.throughput"
+
+
+def test_query_series_labels_and_legend() -> None:
+    records = [rec(1, 1.0, exp__model="resnet50", exp__framework="pytorch"),
+               rec(1, 2.0, exp__model="resnet18", exp__framework="pytorch")]
+    queries = [{"exp.framework": "pytorch", "exp.model": "resnet50"},
+               {"exp.model": "resnet18"}]
+    labels = [s.label for s in build_series(records, "exp.replica_batch",
+                                            "results.throughput", queries=queries)]
+    assert labels == ["pytorch, resnet50", "resnet18"]
+    named = build_series(records, "exp.replica_batch", "results.throughput",
+                         queries=queries, legend=["R50", "R18"])
+    assert [(s.label, s.y) for s in named] == [("R50", [1.0]), ("R18", [2.0])]
+
+
+def test_legend_of_the_wrong_length_names_the_flag() -> None:
+    with pytest.raises(ChartError, match="--legend names 2 series but there are 1"):
+        build_series(POINTS, "exp.replica_batch", "results.throughput", legend=["a", "b"])
+
+
+def test_query_matching_nothing_is_an_error() -> None:
+    with pytest.raises(ResultsError, match="query 1"):
+        build_series(POINTS, "exp.replica_batch", "results.throughput",
+                     queries=[{"exp.model": "vgg"}])
+
+
+def test_only_ok_records_and_skips_are_warned() -> None:
+    records = [rec(1, 1.0), {**rec(1, 100.0), "exp.status": "failure"},
+               {"exp.status": "ok", "exp.replica_batch": 2}, rec(None, 3.0)]
+    warnings: list[str] = []
+    (series,) = build_series(records, "exp.replica_batch", "results.throughput",
+                             warnings=warnings)
+    assert series.y == [1.0]
+    assert warnings == ["1 record(s) without exp.replica_batch skipped",
+                        "1 record(s) without a numeric results.throughput skipped"]
+
+
+def test_no_ok_record_is_an_error() -> None:
+    with pytest.raises(ResultsError, match="none of the 1 record"):
+        build_series([{**rec(1, 1.0), "exp.status": "failure"}], "exp.replica_batch",
+                     "results.throughput")
+
+
+SERIES = [Series("a", [1, 2, 4], [1.0, 1.9, 3.5], [0.0, 0.1, 0.2]),
+          Series("b", [1, 2], [1.0, 1.5], None)]
+
+
+@pytest.mark.parametrize(("fmt", "check"), [
+    ("png", lambda data: data.startswith(b"\x89PNG\r\n\x1a\n")),
+    ("svg", lambda data: b"<svg" in data),
+    ("pdf", lambda data: data.startswith(b"%PDF")),
+])
+@pytest.mark.parametrize("chart", ["line", "bar"])
+def test_render_formats(fmt: str, check: Any, chart: str) -> None:
+    assert check(render_chart(SERIES, chart=chart, title="t", xlabel="x", ylabel="y", fmt=fmt))
+
+
+def test_render_string_x_gives_the_same_bytes_twice() -> None:
+    series = [Series("m", ["vgg16", "alexnet"], [2.0, 3.0], None)]
+    for fmt in ("svg", "pdf"):
+        # No date, fixed ids: charts committed to a repository do not churn.
+        assert render_chart(series, fmt=fmt) == render_chart(series, fmt=fmt)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"chart": "pie"}, "accepted: line, bar"), ({"fmt": "gif"}, "accepted: png, svg, pdf")])
+def test_render_refuses_unknown_chart_and_format(kwargs: Any, message: str) -> None:
+    with pytest.raises(ChartError, match=message):
+        render_chart(SERIES, **kwargs)

@@ -1,0 +1,219 @@
+"""The HTML report: structure, escaping of every value, and self-containment."""
+
+from __future__ import annotations
+
+import os
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dlbench
+from dlbench.errors import ResultsError
+from dlbench.report.aggregate import Measured
+from dlbench.report.html import MAX_LIST_ITEMS, render_html, write_html_report
+from dlbench.report.model import Report, Table
+
+EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes, and the text inside <script> elements."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(page: str) -> Tags:
+    parser = Tags()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def rec(model: str, batch: int, throughput: float | None, **extra: Any) -> dict[str, Any]:
+    """A record as load_records gives it; ok when it has a throughput."""
+    record: dict[str, Any] = {
+        "exp.framework": "fake",
+        "exp.model": model,
+        "exp.phase": "training",
+        "exp.device_type": "cpu",
+        "exp.replica_batch": batch,
+        "exp.id": f"{model}-{batch}",
+        "exp.status": "ok" if throughput is not None else "failure",
+        "exp.status_msg": "" if throughput is not None else "RuntimeError: out of memory",
+        "sys.hostname": "node1",
+        "hw.device_name": "fake",
+    }
+    if throughput is not None:
+        record["results.throughput"] = throughput
+        record["results.time"] = batch * 1000.0 / throughput
+        record["results.time_data"] = [float(i) for i in range(3)]
+    record.update(extra)
+    return record
+
+
+RECORDS = [
+    rec("resnet50", 1, 100.0),
+    rec("resnet50", 2, 180.0),
+    rec("resnet50", 4, None),
+    rec("alexnet", 1, 900.0),
+    rec("alexnet", 2, 1700.0),
+]
+
+
+def report() -> Report:
+    table = Table(
+        "Exploration: results.time",
+        ["exp.model", "batch 1", "batch 2"],
+        [["resnet50", 10.0, 11.1111111], ["alexnet", 1.11111, None]],
+        notes=["throughput = effective batch * 1000 / time"],
+        group={"exp.framework": "fake"},
+        floatfmt="{:.3f}",
+    )
+    return Report(
+        "Sweep report",
+        [table],
+        warnings=["1 record(s) not ok skipped"],
+        summary=["2 record(s) in 1 group(s) of tables."],
+    )
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    # Charts take about a second each to draw: render once for the whole module.
+    return render_html(report(), RECORDS)
+
+
+def test_header_names_title_version_and_record_count(page: str) -> None:
+    assert "<title>Sweep report</title>" in page
+    assert "<h1>Sweep report</h1>" in page
+    assert f"dlbench {dlbench.__version__}" in page
+    assert "from 5 records (4 ok, 1 not ok)" in page
+    assert re.search(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", page)
+    assert "1 record(s) not ok skipped" in page
+    assert "2 record(s) in 1 group(s) of tables." in page
+
+
+def test_tables_use_floatfmt_dash_for_missing_and_right_align_numbers(page: str) -> None:
+    assert '<td class="num" data-sort="11.1111111">11.111</td>' in page
+    assert '<td class="num" data-sort="1.11111">1.111</td>' in page
+    assert '<td class="missing">-</td>' in page
+    assert "<td>resnet50</td>" in page
+    assert '<th scope="col" class="num" title="click to sort">batch 1</th>' in page
+    assert "throughput = effective batch * 1000 / time" in page
+    assert "exp.framework=fake" in page
+
+
+def test_mean_of_runs_shows_its_spread() -> None:
+    table = Table("t", ["a"], [[Measured(100.0, 2.0, 3)]])
+    page = render_html(Report("r", [table]), [])
+    assert ">100.00 ±2.0%</td>" in page
+    assert 'title="mean of 3 run(s), sample sd 2.00"' in page
+
+
+def test_failure_has_its_own_section_with_status_and_message(page: str) -> None:
+    failures = page[
+        page.index('<section id="failures">') : page.index('<section id="experiments">')
+    ]
+    assert "Failures (1)" in failures
+    assert '<section class="failure">' in failures
+    assert ">failure</span>" in failures
+    assert "RuntimeError: out of memory" in failures
+    assert "exp.replica_batch=4" in failures
+
+
+def test_all_ok_says_so() -> None:
+    page = render_html(Report("r"), [])
+    assert "Every experiment ended ok." in page
+    assert "nothing to chart" in page
+    assert "<svg" not in page
+
+
+def test_every_experiment_has_collapsible_details_with_sorted_keys(page: str) -> None:
+    assert page.count("<details") == len(RECORDS)
+    block = page[page.index('<details id="exp-0">') : page.index("</details>")]
+    keys = re.findall(r"<tr><td>([a-z_.]+)</td>", block)
+    parameters = [k for k in keys if not k.startswith(("results.", "sys.", "hw."))]
+    assert parameters == sorted(parameters)
+    assert "<h4>Environment</h4>" in block and "sys.hostname" in block
+    assert "<h4>Results</h4>" in block
+
+
+def test_long_lists_are_cut_with_a_count() -> None:
+    values = [float(i) for i in range(100)]
+    page = render_html(Report("r"), [rec("m", 1, None, **{"results.time_data": values})])
+    assert f"{float(MAX_LIST_ITEMS - 1)}, … (100 values)]" in page
+    assert f"{float(MAX_LIST_ITEMS)}," not in page
+
+
+def test_charts_are_inline_svg_without_prolog_and_with_unique_ids(page: str) -> None:
+    charts = page[page.index('<section id="charts">') : page.index('<section id="failures">')]
+    assert charts.count("<svg") == 2  # one per model
+    assert "resnet50 (fake, cpu): throughput" in charts
+    assert "alexnet (fake, cpu): throughput" in charts
+    assert "<?xml" not in page and "<!DOCTYPE svg" not in page and "<metadata" not in page
+    ids = [attrs["id"] for _, attrs in parse(page).tags if "id" in attrs]
+    assert len(ids) == len(set(ids)), "inline SVGs share the page's ids"
+    # Every internal reference points at an id of the page.
+    refs = re.findall(r'(?:href="#|url\(#)([^")]+)', charts)
+    assert refs and set(refs) <= set(ids)
+
+
+def test_page_is_self_contained(page: str) -> None:
+    tags = parse(page).tags
+    for tag, attrs in tags:
+        for name in ("src", "href", "xlink:href", "action", "poster", "data"):
+            value = attrs.get(name)
+            if value is not None:
+                assert value.startswith(("#", "data:")), f"<{tag} {name}={value!r}>"
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
+    assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.I)
+    assert not re.search(r"<link[^>]*stylesheet", page, re.I)
+    assert "@import" not in page and not re.search(r"url\(\s*['\"]?(https?:)?//", page)
+    scripts = [attrs for tag, attrs in tags if tag == "script"]
+    assert scripts == [{}]  # one inline script, the table sorter
+
+
+def test_every_value_is_escaped() -> None:
+    table = Table(EVIL, ["exp.model", EVIL], [[EVIL, 1.0]], notes=[EVIL], group={EVIL: EVIL})
+    evil_report = Report(EVIL, [table], warnings=[EVIL], summary=[EVIL])
+    records = [
+        rec(EVIL, 1, 10.0, **{"fake.failure": EVIL, "sys.env": {EVIL: EVIL}}),
+        rec(EVIL, 2, None, **{"exp.status_msg": EVIL, "exp.log_file": EVIL, "exp.id": EVIL}),
+    ]
+    page = render_html(evil_report, records)
+    assert "<script>alert" not in page
+    assert '"onmouseover=' not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&quot;onmouseover=&quot;alert(2)" in page
+    parsed = parse(page)
+    assert [tag for tag, _ in parsed.tags].count("script") == 1
+    assert not any(name.startswith("on") for _, attrs in parsed.tags for name in attrs)
+    # The text reads back as the value itself: escaped once, not twice.
+    assert EVIL in "".join(parsed.text)
+
+
+def test_write_is_atomic_and_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "report.html"
+    write_html_report(Report("first"), [], path)
+    write_html_report(Report("second"), [], path)
+    assert "<title>second</title>" in path.read_text(encoding="utf-8")
+    assert os.listdir(path.parent) == ["report.html"]
+
+
+def test_write_failure_is_a_results_error_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    target.mkdir()  # a directory cannot be replaced by a file
+    with pytest.raises(ResultsError, match=r"report\.html"):
+        write_html_report(Report("r"), [], target)
+    assert sorted(os.listdir(tmp_path)) == ["report.html"]
