@@ -143,3 +143,19 @@ def test_parse_warns_about_a_truncated_log(dlbench: CliRunner, tmp_path: Path) -
 def test_readme_test_command_is_what_ci_runs() -> None:
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci in (REPO / "README.md").read_text()
+
+
+def test_suites_are_listed_and_planned(dlbench: CliRunner) -> None:
+    listed = dlbench("help", "--suites")
+    assert listed.returncode == 0 and "smoke" in listed.stdout
+    plan = dlbench("plan", "--suite", "smoke")
+    assert plan.returncode == 0, plan.stderr
+    unknown = dlbench("plan", "--suite", "nope")
+    assert unknown.returncode == 2 and "known: " in unknown.stderr
+
+
+def test_sysinfo_prints_the_host(dlbench: CliRunner) -> None:
+    proc = dlbench("sysinfo", "--format", "json")
+    assert proc.returncode == 0
+    info = json.loads(proc.stdout)
+    assert info["hw.cpu_count"] >= 1 and info["sys.dlbench_version"]

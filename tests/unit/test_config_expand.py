@@ -68,7 +68,7 @@ def test_no_variables_is_one_experiment_with_its_own_parameters() -> None:
     from dlbench.config.registry import REGISTRY
 
     [exp] = plan()  # the fake framework
-    own = {p.name for p in REGISTRY if p.namespace in ("exp", "fake")}
+    own = {p.name for p in REGISTRY if p.namespace in ("exp", "monitor", "fake")}
     assert set(exp) == own
     assert exp["exp.num_batches"] == 20  # the default
     assert exp["fake.step_ms"] == 10.0

@@ -64,6 +64,17 @@ class Backend(ABC):
         """``sys.*``/``hw.*`` values: framework version and build, device names."""
         return {}
 
+    def throughput_unit(self) -> tuple[str, float]:
+        """The unit of ``results.throughput`` and how many of it one sample holds:
+        ``("samples/s", 1.0)``, or ``("tokens/s", seq_len)`` for a language model."""
+        return "samples/s", 1.0
+
+    def flops_per_sample(self) -> float | None:
+        """Floating-point operations of one sample in the phase measured (forward for
+        inference; forward and backward for training), counted once at set-up; None
+        when unknown."""
+        return None
+
     def teardown(self) -> None:  # noqa: B027 - optional hook
         """Release what ``setup`` took. Called even when a step failed."""
 

@@ -72,6 +72,10 @@ class FakeBackend(Backend):
             raise NonFiniteLoss(self.nan_batch)
         return {}
 
+    def flops_per_sample(self) -> float | None:
+        flops = float(self.params["fake.flops_per_sample"])
+        return flops or None
+
     def environment(self) -> dict[str, Any]:
         return {"sys.framework_version": "fake", "hw.device_name": "fake"}
 

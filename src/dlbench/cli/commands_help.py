@@ -11,6 +11,7 @@ from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.config.registry import REGISTRY, Param
 from dlbench.errors import ConfigError
 from dlbench.results.table import format_table
+from dlbench.suites import suite_description, suite_names
 
 
 def _param_lines(params: list[Param]) -> list[str]:
@@ -79,6 +80,10 @@ def show_help(args: argparse.Namespace) -> int:
     if args.models:
         lines += format_table(_model_rows(),
                               ["id", "title", "domain", "input", "batch", "unit", "params"])
+    if args.suites:
+        lines += format_table(
+            [{"suite": name, "description": suite_description(name)} for name in suite_names()],
+            ["suite", "description"])
     if not lines:
         lines = [
             "dlbench help --params REGEX     parameters whose name matches REGEX",
@@ -86,6 +91,7 @@ def show_help(args: argparse.Namespace) -> int:
             "dlbench help --frameworks       the frameworks and whether they are installed",
             "dlbench help --frameworks NAME  one framework's parameters",
             "dlbench help --models           the model zoo",
+            "dlbench help --suites           the named suites (dlbench run --suite NAME)",
             f"{len(REGISTRY)} parameters are declared; names outside them go under user.",
         ]
     for line in lines:

@@ -12,6 +12,7 @@ from dlbench.config import load_spec, plan_experiments
 from dlbench.config.registry import varying_parameters
 from dlbench.launch.runner import Runner
 from dlbench.results.table import format_table
+from dlbench.suites import suite_path
 
 #: Columns of the results table besides the parameters that vary.
 RESULT_COLUMNS = ["exp.status", "results.time", "results.time_std", "results.throughput"]
@@ -27,7 +28,8 @@ def _planned(args: argparse.Namespace) -> list[dict[str, Any]]:
     overrides = {}
     if args.out is not None:
         overrides["exp.out_dir"] = (str(Path(args.out).resolve()), "--out flag")
-    spec = load_spec(args.config, args.params, args.variables, args.extensions, overrides)
+    configs = [*(suite_path(name) for name in args.suite), *args.config]
+    spec = load_spec(configs, args.params, args.variables, args.extensions, overrides)
     experiments = plan_experiments(spec)
     if args.out is None:
         # The default run directory is relative: pin it (and the logs under it) to where

@@ -30,6 +30,9 @@ def _add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-E", dest="extensions", action="append", default=[], metavar="JSON",
                        help='an extension: {"condition": {...}, "parameters": {...}, '
                             '"cases": [...]}')
+    group.add_argument("--suite", action="append", default=[], metavar="NAME",
+                       help="a named suite shipped with dlbench (`dlbench help --suites`); "
+                            "read like a --config file, before the --config files")
     group.add_argument("--out", metavar="DIR", default=None,
                        help="run directory (sets exp.out_dir; default dlbench-out); running "
                             "the same sweep into the same directory resumes it")
@@ -63,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     helpp.add_argument("--frameworks", nargs="?", const="", metavar="NAME",
                        help="the frameworks, or one framework's parameters")
     helpp.add_argument("--models", action="store_true", help="the model zoo")
+    helpp.add_argument("--suites", action="store_true", help="the named suites")
     helpp.set_defaults(handler=commands_help.show_help)
 
     parse = sub.add_parser("parse", allow_abbrev=False, help="turn logs into records",
@@ -140,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--legend", nargs="+", metavar="NAME", help="one name per series")
     plot.add_argument("--output", required=True, metavar="FILE", help=".png, .svg or .pdf")
     plot.set_defaults(handler=_lazy("commands_plot", "plot"))
+    sysinfo = sub.add_parser("sysinfo", allow_abbrev=False, help="this machine's environment",
+                             description="Print the system information recorded with runs.")
+    sysinfo.add_argument("--format", choices=("text", "json"), default="text")
+    sysinfo.set_defaults(handler=_lazy("commands_measure", "sysinfo"))
+
     return parser
 
 

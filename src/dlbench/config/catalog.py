@@ -9,7 +9,11 @@ framework. How a model is built and how a framework runs a step live in
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from dlbench.config.modelinfo import ModelInfo
+from dlbench.config.zoo_domains import DOMAIN_MODELS
+from dlbench.config.zoo_vision import VISION_MODELS
 
 
 @dataclass(frozen=True)
@@ -27,27 +31,6 @@ class FrameworkInfo:
     def missing_requirements(self) -> list[str]:
         """Names of required packages that cannot be imported here (checked without importing)."""
         return [name for name in self.requires if importlib.util.find_spec(name) is None]
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """A model's metadata; the same id means the same architecture in every framework."""
-
-    id: str
-    title: str
-    domain: str
-    input_shape: tuple[int, ...]  # one sample, channels first for images: (C, H, W)
-    num_classes: int
-    default_batch: int
-    unit: str = "samples/s"
-    frameworks: tuple[str, ...] = ("pytorch",)
-    is_image: bool = True  # exp.image_size rescales the last two input dimensions
-    reference_params: int | None = None  # published parameter count, checked by the tests
-    # Smallest image side the architecture computes (below it a pooling window is
-    # larger than its input); None when any size works (resnets reach 1x1 and stay).
-    min_image_size: int | None = None
-    description: str = ""
-    tags: tuple[str, ...] = field(default=())
 
 
 FRAMEWORKS: dict[str, FrameworkInfo] = {
@@ -77,95 +60,104 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
 }
 
 
+# The models of the core: tests and DLBS's first image models. The vision zoo and the
+# multi-domain suite live beside this file, one module each.
+_CORE_MODELS: tuple[ModelInfo, ...] = (
+    ModelInfo(
+        id="toy",
+        title="Toy MLP",
+        domain="test",
+        input_shape=(64,),
+        num_classes=10,
+        default_batch=32,
+        is_image=False,
+        description="Two-layer perceptron on 64 features; milliseconds per step, for tests.",
+    ),
+    ModelInfo(
+        id="deep_mnist",
+        title="DeepMNIST",
+        domain="image classification",
+        input_shape=(1, 28, 28),
+        num_classes=10,
+        default_batch=64,
+        reference_params=3_274_634,
+        min_image_size=4,  # two 2x2 max pools
+        description="TensorFlow's 'Deep MNIST' CNN: two 5x5 conv+pool blocks, fc 1024, fc 10.",
+    ),
+    ModelInfo(
+        id="alexnet",
+        title="AlexNet",
+        domain="image classification",
+        input_shape=(3, 227, 227),
+        num_classes=1000,
+        default_batch=64,
+        reference_params=60_965_224,
+        # the last 3x3/2 pool (ceil mode) needs 2 pixels, which conv1 11x11/4 and the
+        # two pools before it leave from 39 px up
+        min_image_size=39,
+        description="AlexNet as in Caffe's bvlc_alexnet: grouped convolutions and LRN.",
+    ),
+    ModelInfo(
+        id="resnet18",
+        title="ResNet-18",
+        domain="image classification",
+        input_shape=(3, 224, 224),
+        num_classes=1000,
+        default_batch=64,
+        reference_params=11_689_512,
+        description="ResNet-18 (basic blocks), as in torchvision.",
+    ),
+    ModelInfo(
+        id="resnet34",
+        title="ResNet-34",
+        domain="image classification",
+        input_shape=(3, 224, 224),
+        num_classes=1000,
+        default_batch=64,
+        reference_params=21_797_672,
+        description="ResNet-34 (basic blocks), as in torchvision.",
+    ),
+    ModelInfo(
+        id="resnet50",
+        title="ResNet-50",
+        domain="image classification",
+        input_shape=(3, 224, 224),
+        num_classes=1000,
+        default_batch=64,
+        reference_params=25_557_032,
+        description="ResNet-50 v1.5 (stride in the 3x3 convolution), as in torchvision.",
+    ),
+    ModelInfo(
+        id="resnet101",
+        title="ResNet-101",
+        domain="image classification",
+        input_shape=(3, 224, 224),
+        num_classes=1000,
+        default_batch=64,
+        reference_params=44_549_160,
+        description="ResNet-101 v1.5, as in torchvision.",
+    ),
+    ModelInfo(
+        id="resnet152",
+        title="ResNet-152",
+        domain="image classification",
+        input_shape=(3, 224, 224),
+        num_classes=1000,
+        default_batch=64,
+        reference_params=60_192_808,
+        description="ResNet-152 v1.5, as in torchvision.",
+    ),
+)
+
 MODELS: dict[str, ModelInfo] = {
     info.id: info
     for info in (
-        ModelInfo(
-            id="toy",
-            title="Toy MLP",
-            domain="test",
-            input_shape=(64,),
-            num_classes=10,
-            default_batch=32,
-            is_image=False,
-            description="Two-layer perceptron on 64 features; milliseconds per step, for tests.",
-        ),
-        ModelInfo(
-            id="deep_mnist",
-            title="DeepMNIST",
-            domain="image classification",
-            input_shape=(1, 28, 28),
-            num_classes=10,
-            default_batch=64,
-            reference_params=3_274_634,
-            min_image_size=4,  # two 2x2 max pools
-            description="TensorFlow's 'Deep MNIST' CNN: two 5x5 conv+pool blocks, fc 1024, fc 10.",
-        ),
-        ModelInfo(
-            id="alexnet",
-            title="AlexNet",
-            domain="image classification",
-            input_shape=(3, 227, 227),
-            num_classes=1000,
-            default_batch=64,
-            reference_params=60_965_224,
-            # the last 3x3/2 pool (ceil mode) needs 2 pixels, which conv1 11x11/4 and the
-            # two pools before it leave from 39 px up
-            min_image_size=39,
-            description="AlexNet as in Caffe's bvlc_alexnet: grouped convolutions and LRN.",
-        ),
-        ModelInfo(
-            id="resnet18",
-            title="ResNet-18",
-            domain="image classification",
-            input_shape=(3, 224, 224),
-            num_classes=1000,
-            default_batch=64,
-            reference_params=11_689_512,
-            description="ResNet-18 (basic blocks), as in torchvision.",
-        ),
-        ModelInfo(
-            id="resnet34",
-            title="ResNet-34",
-            domain="image classification",
-            input_shape=(3, 224, 224),
-            num_classes=1000,
-            default_batch=64,
-            reference_params=21_797_672,
-            description="ResNet-34 (basic blocks), as in torchvision.",
-        ),
-        ModelInfo(
-            id="resnet50",
-            title="ResNet-50",
-            domain="image classification",
-            input_shape=(3, 224, 224),
-            num_classes=1000,
-            default_batch=64,
-            reference_params=25_557_032,
-            description="ResNet-50 v1.5 (stride in the 3x3 convolution), as in torchvision.",
-        ),
-        ModelInfo(
-            id="resnet101",
-            title="ResNet-101",
-            domain="image classification",
-            input_shape=(3, 224, 224),
-            num_classes=1000,
-            default_batch=64,
-            reference_params=44_549_160,
-            description="ResNet-101 v1.5, as in torchvision.",
-        ),
-        ModelInfo(
-            id="resnet152",
-            title="ResNet-152",
-            domain="image classification",
-            input_shape=(3, 224, 224),
-            num_classes=1000,
-            default_batch=64,
-            reference_params=60_192_808,
-            description="ResNet-152 v1.5, as in torchvision.",
-        ),
+        *_CORE_MODELS,
+        *VISION_MODELS,
+        *DOMAIN_MODELS,
     )
 }
+
 
 
 def model_input_shape(model: ModelInfo, image_size: int) -> tuple[int, ...]:

@@ -38,6 +38,7 @@ class Param:
     choices: tuple[Any, ...] | None = None
     identity: bool = True
     settable: bool = True
+    special: tuple[str, ...] = ()  # words accepted besides values of the type (`auto`)
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES:
@@ -134,11 +135,39 @@ _EXP = [
     Param("exp.effective_batch", "int", "$(${exp.num_replicas} * ${exp.replica_batch})$",
           "Samples per step across all replicas: exp.num_replicas times exp.replica_batch."),
     Param("exp.num_warmup_batches", "int", 3,
-          "Batches run before timing starts; they are not timed."),
-    Param("exp.num_batches", "int", 20, "Timed batches."),
+          "Batches run before timing starts; they are not timed. `auto`: until batch times "
+          "stop falling (at most exp.max_warmup_batches).", special=("auto",)),
+    Param("exp.max_warmup_batches", "int", 50,
+          "With exp.num_warmup_batches=auto, the most warm-up batches run."),
+    Param("exp.num_batches", "int", 20,
+          "Timed batches. `auto`: at least exp.min_duration seconds and exp.min_batches "
+          "batches, then until the 95% confidence interval of the mean batch time is within "
+          "exp.target_ci of it, or exp.max_duration seconds.", special=("auto",)),
+    Param("exp.min_batches", "int", 10, "With exp.num_batches=auto, the fewest timed batches."),
+    Param("exp.min_duration", "float", 1.0,
+          "With exp.num_batches=auto, the fewest seconds of timed batches."),
+    Param("exp.max_duration", "float", 60.0,
+          "With exp.num_batches=auto, the most seconds of timed batches."),
+    Param("exp.target_ci", "float", 0.01,
+          "With exp.num_batches=auto, the relative half-width of the 95% confidence interval "
+          "of the mean batch time to reach (0.01 = ±1%)."),
+    Param("exp.repeat", "int", 1,
+          "Independent worker processes that measure the experiment, one after another; the "
+          "record keeps each one's figures and the spread between them."),
+    Param("exp.cv_threshold", "float", 0.05,
+          "Coefficient of variation of batch times above which a result is marked unstable."),
     Param("exp.dtype", "str", "float32",
           "Compute precision: `float32`, or `float16`/`bfloat16` through automatic mixed "
           "precision.", choices=("float32", "float16", "bfloat16")),
+    Param("exp.seq_len", "int", 0,
+          "Sequence length of sequence models (tokens, time steps); 0 keeps the model's "
+          "published length. Ignored by models without sequence input."),
+    Param("exp.data_dir", "str", "",
+          "Real data instead of synthetic: a folder of class sub-folders of JPEG images for "
+          "image models, or a text file for language models. Empty: synthetic data made on "
+          "the device."),
+    Param("exp.data_workers", "int", 2,
+          "Worker processes of the data loader that decode and resize real data."),
     Param("exp.image_size", "int", 0,
           "Side of the input images in pixels for image models; 0 keeps the model's published "
           "size (224, 227 for alexnet). Ignored by models without image input."),
@@ -163,6 +192,14 @@ _EXP = [
           "On a rerun of a sweep into the same run directory: `never` keeps any earlier result, "
           "`onfail` reruns experiments that did not end ok, `always` reruns everything.",
           choices=("never", "onfail", "always"), identity=False),
+]
+
+_MONITOR = [
+    Param("monitor.enabled", "bool", True,
+          "Sample CPU, memory, GPU and power use in the worker while the experiment runs.",
+          identity=False),
+    Param("monitor.frequency", "float", 0.5, "Seconds between two samples of the monitor.",
+          identity=False),
 ]
 
 _PYTORCH = [
@@ -198,10 +235,13 @@ _FAKE = [
     Param("fake.failure_batch", "int", 0,
           "Batch (counted from 0 across warm-up and timed batches) at which fake.failure happens."),
     Param("fake.seed", "int", 0, "Seed of the jitter's random numbers."),
+    Param("fake.flops_per_sample", "float", 0.0,
+          "Floating-point operations the fake workload claims per sample (0: unknown), so "
+          "that results.tflops and results.mfu have known answers."),
 ]
 
 #: The registry every part of dlbench uses.
-REGISTRY = Registry([*_EXP, *_PYTORCH, *_FAKE])
+REGISTRY = Registry([*_EXP, *_MONITOR, *_PYTORCH, *_FAKE])
 
 
 def _is_label(name: str) -> bool:

@@ -192,10 +192,14 @@ class Resolver:
         if param is None:
             return value
         try:
+            if isinstance(value, str) and value in param.special:
+                return value
             return cast_value(value, param.type)
         except ValueError as exc:
             shown = f": {item.value!r}" if value != item.value else ""
-            raise ConfigError(f"{name}={value!r} (from {item.source}{shown}) {exc}") from None
+            words = "".join(f" or '{word}'" for word in param.special)
+            raise ConfigError(
+                f"{name}={value!r} (from {item.source}{shown}) {exc}{words}") from None
 
     def _resolve(self, value: Any, owner: str) -> Any:
         if isinstance(value, str):

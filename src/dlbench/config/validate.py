@@ -30,6 +30,16 @@ _MINIMUM = {
     "exp.num_nodes": 1,
     "exp.num_local_replicas": 1,
     "exp.image_size": 0,
+    "exp.seq_len": 0,
+    "exp.data_workers": 0,
+    "exp.repeat": 1,
+    "exp.min_batches": 1,
+    "exp.max_warmup_batches": 1,
+    "exp.min_duration": 0,
+    "exp.max_duration": 0,
+    "exp.target_ci": 0,
+    "exp.cv_threshold": 0,
+    "monitor.frequency": 0.01,
     "fake.step_ms": 0,
     "fake.jitter_ms": 0,
     "fake.warmup_ms": 0,
@@ -133,7 +143,7 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
             f"'0,1' for GPUs 0 and 1"
         )
     for name, minimum in _MINIMUM.items():
-        if values[name] < minimum:
+        if not isinstance(values[name], str) and values[name] < minimum:
             raise ConfigError(f"{shown(name)} must be >= {minimum}")
     model = MODELS[values["exp.model"]]
     smallest = max(8, model.min_image_size or 0)

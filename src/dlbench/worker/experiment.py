@@ -62,9 +62,16 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
         )
         extra = backend.finish(num_warmup + len(times_ms))
         results: dict[str, Any] = summarize_times(times_ms)
-        results["results.throughput"] = throughput(
+        unit, per_sample = backend.throughput_unit()
+        samples_per_second = throughput(
             int(params["exp.effective_batch"]), results["results.time"]
         )
+        results["results.throughput"] = samples_per_second * per_sample
+        results["results.throughput_unit"] = unit
+        flops = backend.flops_per_sample()
+        if flops:
+            results["results.flops_per_sample"] = flops
+            results["results.tflops"] = flops * samples_per_second / 1e12
         results["results.num_batches"] = len(times_ms)
         results["results.time_data"] = times_ms
         results.update(extra)
