@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,3 +30,16 @@ def dlbench(tmp_path: Path) -> CliRunner:
         )
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """Tests that run models in this process use one thread: at test sizes a second
+    buys nothing, and when other processes share the two cores, threads that wait for
+    each other make a step many times slower."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -8,25 +8,15 @@ from typing import Any
 import pytest
 
 from dlbench.backends.fake import FakeBackend
-from dlbench.config import load_spec, plan_experiments
-from dlbench.results.logfile import LogWriter
-from dlbench.results.parser import parse_log
-from dlbench.worker.experiment import run_experiment
+from tests.integration.worker import plan_one, run_in_process
 
 
 def _experiment(tmp_path: Path, *params: str) -> dict[str, Any]:
-    spec = load_spec(params=["exp.framework=fake", *params],
-                     overrides={"exp.out_dir": (str(tmp_path), "test")})
-    (experiment,) = plan_experiments(spec)
-    return experiment
+    return plan_one(tmp_path, "exp.framework=fake", *params)
 
 
 def _run(experiment: dict[str, Any]) -> dict[str, Any]:
-    with LogWriter(experiment["exp.log_file"]) as log:
-        run_experiment(experiment, log)
-    record, warnings = parse_log(experiment["exp.log_file"])
-    assert warnings == []
-    return record
+    return run_in_process(experiment)
 
 
 def test_fake_step_of_20_ms_measures_20_ms(tmp_path: Path) -> None:

@@ -1,23 +1,100 @@
 """The PyTorch backend: eager mode (optionally torch.compile), on CPU or CUDA.
 
-Synthetic data is made on the device once, at set-up, so the input pipeline is not
-part of the measurement. Mixed precision goes through autocast; float16 training on
-CUDA uses a gradient scaler as real float16 training does.
+What a step does is the model's workload (``dlbench.models.pytorch.workloads``): a
+classifier, a language model, a GAN and a reinforcement-learning agent all run
+through the same few lines here. Synthetic data is made on the device once, at
+set-up, so the input pipeline is not part of the measurement; with
+``exp.data_dir`` each step waits for its batch from the real-data loader instead,
+which is what a real-data run measures. Mixed precision goes through autocast;
+float16 training on CUDA uses a gradient scaler as real float16 training does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from dlbench.backends.base import Backend, NonFiniteLoss
-from dlbench.config.catalog import MODELS, model_input_shape
+from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
-from dlbench.models import build_pytorch_model
+from dlbench.models.pytorch.workload import Batch
+from dlbench.models.pytorch.workloads import make_workload
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+# Losses are kept on the device in chunks of this many steps; a new chunk is added
+# when one fills, since with exp.num_batches=auto the number of steps is not known.
+_LOSS_CHUNK = 256
+
+
+def _attention_flops(
+    query: tuple[int, ...], key: tuple[int, ...], value: tuple[int, ...]
+) -> int:
+    """The two batched matrix products of attention, as FlopCounterMode counts the
+    CUDA kernels: ``Q K^T`` and ``P V``."""
+    *heads, queries, depth = query  # (batch, heads, queries, depth)
+    keys, value_depth = key[-2], value[-1]
+    return 2 * math.prod(heads) * queries * keys * (depth + value_depth)
+
+
+def _cpu_attention(
+    query: tuple[int, ...], key: tuple[int, ...], value: tuple[int, ...], *args: Any,
+    **kwargs: Any,
+) -> int:
+    return _attention_flops(query, key, value)
+
+
+def _cpu_attention_backward(
+    grad_out: tuple[int, ...], query: tuple[int, ...], key: tuple[int, ...],
+    value: tuple[int, ...], *args: Any, **kwargs: Any,
+) -> int:
+    # Four products (grads of V, of the scores, of Q and of K): twice the forward.
+    return 2 * _attention_flops(query, key, value)
+
+
+def _conv_backward(
+    grad_out: tuple[int, ...], x: tuple[int, ...], weight: tuple[int, ...], _bias: Any,
+    _stride: Any, _padding: Any, _dilation: Any, transposed: bool, _output_padding: Any,
+    _groups: int, output_mask: Any, **kwargs: Any,
+) -> int:
+    """A convolution's input and weight gradients, each as many FLOPs as its forward:
+    ``2 * batch * weight elements * positions`` (output positions; input positions for
+    a transposed convolution). PyTorch's own formula forgets the groups in the weight
+    gradient, counting a depthwise convolution's ``groups`` times over (and, before
+    2.2, got transposed convolutions wrong: pytorch/pytorch#119806)."""
+    positions = x[2:] if transposed else grad_out[2:]
+    one = 2 * x[0] * math.prod(weight) * math.prod(positions)
+    return one * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
+
+
+def _flop_formulas() -> dict[Any, Any]:
+    """Our corrections to FlopCounterMode's formulas, where this PyTorch has the ops.
+
+    PyTorch counts the attention kernels of CUDA but not the CPU's flash attention,
+    which would make a transformer's FLOPs on CPU miss its attention.
+    """
+    mapping: dict[Any, Any] = {torch.ops.aten.convolution_backward: _conv_backward}
+    for name, formula in (
+        ("_scaled_dot_product_flash_attention_for_cpu", _cpu_attention),
+        ("_scaled_dot_product_flash_attention_for_cpu_backward", _cpu_attention_backward),
+    ):
+        with contextlib.suppress(AttributeError, RuntimeError):
+            mapping[getattr(torch.ops.aten, name)] = formula
+    return mapping
+
+
+def _channels_last(batch: Batch, enabled: bool) -> Batch:
+    inputs, targets = batch
+    if enabled and inputs.dim() == 4 and inputs.is_floating_point():
+        inputs = inputs.contiguous(memory_format=torch.channels_last)
+    return inputs, targets
 
 
 class PyTorchBackend(Backend):
@@ -29,46 +106,67 @@ class PyTorchBackend(Backend):
         if threads > 0:
             torch.set_num_threads(threads)
         self.device = self._device(str(p["exp.gpus"]))
+        # The same initial weights and synthetic data in every run of the experiment,
+        # so that two runs differ only by what is measured.
+        torch.manual_seed(int(p["pytorch.seed"]))
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = bool(p["pytorch.cudnn_benchmark"])
 
         info = MODELS[str(p["exp.model"])]
-        shape = model_input_shape(info, int(p["exp.image_size"]))
-        batch = int(p["exp.replica_batch"])
         self.training = p["exp.phase"] == "training"
         dtype = _DTYPES[str(p["exp.dtype"])]
+        self.workload = make_workload(info, int(p["exp.image_size"]), int(p["exp.seq_len"]))
+        self.channels_last = bool(p["pytorch.channels_last"])
 
-        model = build_pytorch_model(info.id, shape, info.num_classes).to(self.device)
-        self.inputs = torch.randn(batch, *shape, device=self.device)
-        self.labels = torch.randint(0, info.num_classes, (batch,), device=self.device)
-        if bool(p["pytorch.channels_last"]) and self.inputs.dim() == 4:
-            model = model.to(memory_format=torch.channels_last)
-            self.inputs = self.inputs.contiguous(memory_format=torch.channels_last)
-        model.train(self.training)
-        self.module = model
-        self.model: Any = model
-        if bool(p["pytorch.compile"]):
-            self.model = torch.compile(model, mode=str(p["pytorch.compile_mode"]))
+        module = self.workload.build().to(self.device)
+        if self.channels_last:
+            module = module.to(memory_format=torch.channels_last)
+        module.train(self.training)
+        self.module: nn.Module = module
+
+        self.batches: Iterator[Batch] | None = None
+        data_dir = str(p.get("exp.data_dir", ""))
+        if data_dir:
+            if not info.real_data_kind:
+                raise WorkerError(
+                    f"exp.data_dir={data_dir!r}: model {info.id} reads synthetic data only"
+                )
+            # Imported here: Pillow and the loader are needed only for real data.
+            from dlbench.backends.data import real_batches
+
+            self.batches = real_batches(p, info, self.workload.input_shape, self.device)
+        elif not self.workload.runs_model:
+            raise WorkerError(f"model {info.id} times the input pipeline: it needs exp.data_dir")
+        else:
+            batch = self.workload.synthetic_batch(int(p["exp.replica_batch"]), self.device)
+            self.batch = _channels_last(batch, self.channels_last)
 
         self.autocast: Any = (
             (lambda: torch.autocast(device_type=self.device.type, dtype=dtype))
             if dtype != torch.float32
             else contextlib.nullcontext
         )
-        total_steps = int(p["exp.num_warmup_batches"]) + int(p["exp.num_batches"])
-        # Losses stay on the device and are checked once at the end: reading each one
-        # back would synchronise the device inside the timed loop.
-        self.losses = torch.zeros(max(total_steps, 1), device=self.device)
-        if self.training:
-            self.loss_fn = torch.nn.CrossEntropyLoss()
-            params = model.parameters()
-            self.optimizer: torch.optim.Optimizer = (
-                torch.optim.Adam(params, lr=1e-3)
-                if p["pytorch.optimizer"] == "adam"
-                else torch.optim.SGD(params, lr=0.01, momentum=0.9)
-            )
+        self.optimizers: list[torch.optim.Optimizer] = []
+        if self.training and self.workload.runs_model:
+            name = str(p["pytorch.optimizer"])
+            rate = self.workload.learning_rates[name]
+            for group in self.workload.parameter_groups(module):
+                self.optimizers.append(
+                    torch.optim.Adam(group, lr=rate)
+                    if name == "adam"
+                    else torch.optim.SGD(group, lr=rate, momentum=0.9)
+                )
             use_scaler = dtype == torch.float16 and self.device.type == "cuda"
             self.scaler = torch.amp.GradScaler("cuda", enabled=use_scaler)
+        # Losses stay on the device and are checked once at the end: reading each one
+        # back would synchronise the device inside the timed loop.
+        self.loss_chunks: list[torch.Tensor] = []
+
+        # Counted on the eager module, before compilation hides its operators.
+        self.flops = self._count_flops() if self.workload.runs_model else None
+        self.model: Any = module
+        if bool(p["pytorch.compile"]) and self.workload.runs_model:
+            self.model = self.workload.compile(module, str(p["pytorch.compile_mode"]))
 
     @staticmethod
     def _device(gpus: str) -> torch.device:
@@ -85,32 +183,93 @@ class PyTorchBackend(Backend):
         torch.cuda.set_device(index)
         return torch.device("cuda", index)
 
-    def step(self, index: int) -> None:
-        if self.training:
-            self.optimizer.zero_grad(set_to_none=True)
+    def _next_batch(self) -> Batch:
+        if self.batches is None:
+            return self.batch
+        inputs, targets = next(self.batches)
+        if not self.workload.runs_model:
+            return inputs, targets
+        return _channels_last(self.workload.real_batch(inputs, targets), self.channels_last)
+
+    def _train(self, model: Any, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """One training step: each loss of the workload, its backward pass and its
+        optimizer's step, in turn. Returns the sum of the losses (on the device)."""
+        losses = self.workload.training_losses(model, inputs, targets)
+        total = torch.zeros((), device=self.device)
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(set_to_none=True)
             with self.autocast():
-                logits = self.model(self.inputs)
-                loss = self.loss_fn(logits.float(), self.labels)
+                loss = next(losses)
             self.scaler.scale(loss).backward()
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            self.losses[index] = loss.detach()
+            self.scaler.step(optimizer)
+            total = total + loss.detach().float()
+        self.scaler.update()
+        return total
+
+    def _count_flops(self) -> float | None:
+        """FLOPs of one sample in the phase measured, from ``FlopCounterMode`` on one
+        real batch: forward for inference; forward and backward (no optimizer step:
+        its elementwise updates are not counted anyway) for training."""
+        inputs, targets = self._next_batch()
+        recurrent = any(isinstance(m, nn.RNNBase) for m in self.module.modules())
+        with contextlib.ExitStack() as stack:
+            if recurrent:
+                # cuDNN's and oneDNN's fused LSTM kernels are invisible to the counter;
+                # PyTorch's own LSTM runs the same matrix products as operators it sees.
+                stack.enter_context(warnings.catch_warnings())
+                warnings.filterwarnings("ignore", message=".*oneDNN.*")
+                stack.enter_context(torch.backends.cudnn.flags(enabled=False))
+                stack.enter_context(torch.backends.mkldnn.flags(enabled=False))
+            counter = stack.enter_context(
+                FlopCounterMode(display=False, custom_mapping=_flop_formulas())
+            )
+            if self.training:
+                losses = self.workload.training_losses(self.module, inputs, targets)
+                for _optimizer in self.optimizers:
+                    with self.autocast():
+                        loss = next(losses)
+                    loss.backward()
+            else:
+                with torch.inference_mode(), self.autocast():
+                    self.workload.infer(self.module, inputs)
+        self.module.zero_grad(set_to_none=True)
+        total = counter.get_total_flops()
+        return total / inputs.shape[0] if total else None
+
+    def _record_loss(self, index: int, loss: torch.Tensor) -> None:
+        chunk, offset = divmod(index, _LOSS_CHUNK)
+        while len(self.loss_chunks) <= chunk:
+            self.loss_chunks.append(torch.zeros(_LOSS_CHUNK, device=self.device))
+        self.loss_chunks[chunk][offset] = loss
+
+    def step(self, index: int) -> None:
+        inputs, targets = self._next_batch()
+        if not self.workload.runs_model:
+            return  # the loader: waiting for the batch was the step
+        if self.training:
+            self._record_loss(index, self._train(self.model, inputs, targets))
         else:
             with torch.inference_mode(), self.autocast():
-                self.model(self.inputs)
+                self.workload.infer(self.model, inputs)
 
     def synchronize(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
     def finish(self, num_steps: int) -> dict[str, Any]:
-        if not self.training:
+        if not self.loss_chunks:
             return {}
-        losses = self.losses[:num_steps].float().cpu()
+        losses = torch.cat(self.loss_chunks)[:num_steps].cpu()
         bad = (~torch.isfinite(losses)).nonzero()
         if len(bad):
             raise NonFiniteLoss(int(bad[0].item()))
         return {"results.loss_last": float(losses[-1].item()) if num_steps else None}
+
+    def throughput_unit(self) -> tuple[str, float]:
+        return self.workload.throughput_unit(self.training)
+
+    def flops_per_sample(self) -> float | None:
+        return self.flops
 
     def environment(self) -> dict[str, Any]:
         env: dict[str, Any] = {
@@ -137,8 +296,39 @@ class PyTorchBackend(Backend):
         return env
 
     def teardown(self) -> None:
+        # Closing the real-data iterator shuts its loader's worker processes down now
+        # rather than at garbage collection.
+        close = getattr(getattr(self, "batches", None), "close", None)
+        if close is not None:
+            close()
         if getattr(self, "device", None) is not None and self.device.type == "cuda":
             torch.cuda.empty_cache()
 
 
 BACKEND = PyTorchBackend
+
+
+def model_summary(model_id: str) -> tuple[int, float | None]:
+    """Parameters and inference FLOPs per sample of ``model_id`` at its published size.
+
+    Built and run on the ``meta`` device, where operators compute shapes and nothing
+    else, so the whole zoo is summarised in seconds. FLOPs are None where an operator
+    has no meta implementation (the count is then only known from a real run:
+    ``results.flops_per_sample``).
+    """
+    info = MODELS[model_id]
+    workload = make_workload(info)
+    if not workload.runs_model:
+        return 0, None
+    with torch.device("meta"):
+        module = workload.build()
+        params = sum(t.numel() for t in module.parameters())
+        try:
+            inputs, _ = workload.synthetic_batch(1, torch.device("meta"))
+            module.eval()
+            with FlopCounterMode(display=False, custom_mapping=_flop_formulas()) as counter:
+                workload.infer(module, inputs)
+        except (RuntimeError, NotImplementedError, TypeError, ValueError):
+            return params, None
+    total = counter.get_total_flops()
+    return params, float(total) if total else None

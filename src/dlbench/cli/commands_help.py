@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS
+from dlbench.config.model_sizes import MODEL_SIZES
 from dlbench.config.registry import REGISTRY, Param
 from dlbench.errors import ConfigError
 from dlbench.results.table import format_table
@@ -51,12 +52,16 @@ def _framework_rows() -> list[dict[str, Any]]:
 
 
 def _model_rows() -> list[dict[str, Any]]:
-    return [
-        {"id": m.id, "title": m.title, "domain": m.domain,
-         "input": "x".join(map(str, m.input_shape)), "batch": m.default_batch, "unit": m.unit,
-         "params": f"{m.reference_params:,}" if m.reference_params else "-"}
-        for m in MODELS.values()
-    ]
+    rows = []
+    for m in MODELS.values():
+        params, flops = MODEL_SIZES.get(m.id, (0, None))
+        rows.append({
+            "id": m.id, "title": m.title, "domain": m.domain,
+            "input": "x".join(map(str, m.input_shape)), "batch": m.default_batch,
+            "unit": m.unit, "params": f"{params:,}" if params else "-",
+            "GFLOPs/sample": flops / 1e9 if flops else None,
+        })
+    return rows
 
 
 def show_help(args: argparse.Namespace) -> int:
@@ -78,8 +83,12 @@ def show_help(args: argparse.Namespace) -> int:
         else:
             lines += format_table(_framework_rows(), ["id", "title", "phases", "installed"])
     if args.models:
-        lines += format_table(_model_rows(),
-                              ["id", "title", "domain", "input", "batch", "unit", "params"])
+        lines += format_table(
+            _model_rows(),
+            ["id", "title", "domain", "input", "batch", "unit", "params", "GFLOPs/sample"],
+            floatfmt="{:.4g}")
+        lines.append("GFLOPs/sample: inference at the published size; training runs record "
+                     "their own count (results.flops_per_sample).")
     if args.suites:
         lines += format_table(
             [{"suite": name, "description": suite_description(name)} for name in suite_names()],

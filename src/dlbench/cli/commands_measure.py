@@ -1,21 +1,122 @@
-"""``dlbench sysinfo``: the environment recorded with every run."""
+"""``dlbench sysinfo`` (the environment recorded with every run) and ``dlbench peak``
+(this machine's matmul and memory-bandwidth peaks, the denominators of MFU)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
+from typing import Any
 
-from dlbench.measure.sysinfo import host_info
+from dlbench.errors import ConfigError, DlbenchError
+from dlbench.measure.nvml import load_nvml
+from dlbench.measure.peak import PEAK_DTYPES, measure_device, peaks_path, save_peak
+from dlbench.measure.sysinfo import framework_info, host_info
+
+
+def _text_lines(info: Mapping[str, Any]) -> list[str]:
+    width = max(map(len, info))
+    return [
+        f"{key:<{width}}  {value if isinstance(value, str) else json.dumps(value)}"
+        for key, value in sorted(info.items())
+    ]
 
 
 def sysinfo(args: argparse.Namespace) -> int:
-    """Print this machine's ``sys.*``/``hw.*`` values."""
-    info = host_info()
+    """Print this machine's ``sys.*``/``hw.*`` values, PyTorch's build included."""
+    info = {**host_info(), **framework_info()}
     if args.format == "json":
         print(json.dumps(info, indent=1, sort_keys=True))
         return 0
-    width = max(map(len, info))
-    for key in sorted(info):
-        value = info[key]
-        print(f"{key:<{width}}  {value if isinstance(value, str) else json.dumps(value)}")
+    for line in _text_lines(info):
+        print(line)
+    if "hw.gpu_count" not in info:
+        nvml, why = load_nvml()
+        if nvml is not None:  # NVML came up after all: report what it says
+            nvml.nvmlShutdown()
+            why = "NVML answered but listed no GPU information"
+        print(f"(no NVIDIA GPU information: {why})")
+    return 0
+
+
+def _devices(gpus: str | None) -> list[str]:
+    """Torch device strings for ``--gpus``: DLBS syntax, empty for the CPU, default
+    every visible GPU (the CPU where there is none)."""
+    import torch
+
+    available = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus is None:
+        return [f"cuda:{i}" for i in range(available)] or ["cpu"]
+    if not gpus.strip():
+        return ["cpu"]
+    try:
+        indices = [int(part) for part in gpus.split(",")]
+    except ValueError:
+        raise ConfigError(f"--gpus {gpus!r}: expected GPU indices like 0 or 0,1, or '' "
+                          "for the CPU") from None
+    missing = [i for i in indices if not 0 <= i < available]
+    if missing:
+        raise ConfigError(f"--gpus {gpus!r}: GPU {missing[0]} does not exist "
+                          f"({available} visible)")
+    return [f"cuda:{i}" for i in indices]
+
+
+def _dtype_names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    dtypes = [d.strip() for d in text.split(",") if d.strip()]
+    unknown = [d for d in dtypes if d not in PEAK_DTYPES]
+    if unknown or not dtypes:
+        raise ConfigError(f"--dtypes {text!r}: accepted: {', '.join(PEAK_DTYPES)}")
+    return dtypes
+
+
+def _dtypes(names: list[str] | None, device: str) -> list[str]:
+    if names is None:
+        return ["float32"] if device == "cpu" else ["float32", "float16", "bfloat16"]
+    if device == "cpu" and "tf32" in names:
+        raise ConfigError("--dtypes tf32 needs a CUDA GPU")
+    return names
+
+
+def _peak_lines(entry: Mapping[str, Any]) -> list[str]:
+    sheet = entry.get("datasheet") or {}
+    lines = [f"{entry['device']} ({entry['device_type']}), measured {entry['measured']}"]
+    for dtype, value in entry["tflops"].items():
+        note = ""
+        if dtype in sheet.get("tflops", {}):
+            note = f"  (datasheet {sheet['tflops'][dtype]:g}: {value / sheet['tflops'][dtype]:.0%})"
+        lines.append(f"  matmul {dtype:<9} {value:10.3f} TFLOP/s  "
+                     f"(n={entry['matmul_size']}, median; best {entry['tflops_best'][dtype]:.3f})"
+                     f"{note}")
+    note = f"  (datasheet {sheet['memory_gbps']:g})" if sheet else ""
+    lines.append(f"  memory copy      {entry['memory_gbps']:10.1f} GB/s     "
+                 f"({entry['copy_mib']} MiB, read + written){note}")
+    return lines
+
+
+def peak(args: argparse.Namespace) -> int:
+    """Measure and store the matmul and memory peaks of the CPU or the chosen GPUs."""
+    names = _dtype_names(args.dtypes)  # before importing torch: a typo fails fast
+    try:
+        import torch  # noqa: F401 - only to say clearly that it is needed
+    except ImportError:
+        raise DlbenchError("dlbench peak needs PyTorch (pip install torch)") from None
+    if args.seconds <= 0:
+        raise ConfigError(f"--seconds {args.seconds:g}: must be positive")
+    entries = []
+    for device in _devices(args.gpus):
+        dtypes = _dtypes(names, "cpu" if device == "cpu" else "cuda")
+        entry = measure_device(device, dtypes, args.seconds, size=args.size)
+        if not args.no_save:
+            save_peak(entry)
+        entries.append(entry)
+    if args.format == "json":
+        print(json.dumps(entries, indent=1))
+        return 0
+    for entry in entries:
+        for line in _peak_lines(entry):
+            print(line)
+    if not args.no_save:
+        print(f"saved to {peaks_path()}")
     return 0

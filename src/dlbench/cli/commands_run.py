@@ -15,12 +15,16 @@ from dlbench.results.table import format_table
 from dlbench.suites import suite_path
 
 #: Columns of the results table besides the parameters that vary.
-RESULT_COLUMNS = ["exp.status", "results.time", "results.time_std", "results.throughput"]
+RESULT_COLUMNS = [
+    "exp.status", "results.time", "results.time_std", "results.throughput",
+    "results.throughput_unit",
+]
 RESULT_HEADERS = {
     "exp.status": "status",
     "results.time": "time (ms)",
     "results.time_std": "sd (ms)",
-    "results.throughput": "samples/s",
+    "results.throughput": "throughput",
+    "results.throughput_unit": "unit",
 }
 
 

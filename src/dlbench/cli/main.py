@@ -149,6 +149,24 @@ def build_parser() -> argparse.ArgumentParser:
     sysinfo.add_argument("--format", choices=("text", "json"), default="text")
     sysinfo.set_defaults(handler=_lazy("commands_measure", "sysinfo"))
 
+    peak = sub.add_parser("peak", allow_abbrev=False, help="measure this machine's peaks",
+                          description="Measure dense matmul TFLOP/s per dtype and memory "
+                                      "bandwidth, and store them for results.mfu.")
+    peak.add_argument("--gpus", default=None, metavar="IDS",
+                      help="GPUs in DLBS syntax ('0', '0,1'; '' for the CPU); default: every "
+                           "visible GPU, else the CPU")
+    peak.add_argument("--dtypes", metavar="LIST",
+                      help="comma-separated: float32, tf32, float16, bfloat16 (default: "
+                           "float32 on CPU; float32,float16,bfloat16 on GPU)")
+    peak.add_argument("--seconds", type=float, default=2.0, metavar="S",
+                      help="seconds of timed batches per measurement (default 2)")
+    peak.add_argument("--size", type=int, default=None, metavar="N",
+                      help="matmul size (default 2048 on CPU, 8192 on GPU)")
+    peak.add_argument("--no-save", action="store_true",
+                      help="print only; do not update the peaks file")
+    peak.add_argument("--format", choices=("text", "json"), default="text")
+    peak.set_defaults(handler=_lazy("commands_measure", "peak"))
+
     return parser
 
 

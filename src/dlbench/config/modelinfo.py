@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: File name endings read as images from exp.data_dir.
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
+
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -24,3 +27,23 @@ class ModelInfo:
     min_image_size: int | None = None
     description: str = ""
     tags: tuple[str, ...] = field(default=())
+    # What exp.data_dir may hold for this model: "images" (class sub-folders of
+    # images), "text" (a text file), or "" for synthetic data only. Image
+    # classification models read images without saying so (see real_data_kind).
+    real_data: str = ""
+    # What one step of training does with the model (see dlbench.models.pytorch.workloads):
+    # "classification" (cross-entropy on labels) unless the model says otherwise.
+    task: str = "classification"
+    # Published sequence length (tokens, time steps, environment steps of a rollout) of
+    # the models exp.seq_len resizes; a model whose input is that sequence declares
+    # input_shape == (seq_len,). None: exp.seq_len does not apply.
+    seq_len: int | None = None
+    # Token ids of language models are below this (real text is hashed into it).
+    vocab_size: int | None = None
+
+    @property
+    def real_data_kind(self) -> str:
+        """``images``, ``text``, or ``""`` when the model reads synthetic data only."""
+        if self.real_data:
+            return self.real_data
+        return "images" if self.domain in ("image classification", "input pipeline") else ""

@@ -144,6 +144,9 @@ _EXP = [
           "batches, then until the 95% confidence interval of the mean batch time is within "
           "exp.target_ci of it, or exp.max_duration seconds.", special=("auto",)),
     Param("exp.min_batches", "int", 10, "With exp.num_batches=auto, the fewest timed batches."),
+    Param("exp.max_batches", "int", 10000,
+          "With exp.num_batches=auto, the most timed batches (stop reason `max_batches`); "
+          "also what a backend may prepare for."),
     Param("exp.min_duration", "float", 1.0,
           "With exp.num_batches=auto, the fewest seconds of timed batches."),
     Param("exp.max_duration", "float", 60.0,
@@ -213,6 +216,8 @@ _PYTORCH = [
           choices=("default", "reduce-overhead", "max-autotune")),
     Param("pytorch.cudnn_benchmark", "bool", True,
           "Let cuDNN pick the fastest convolution algorithms (CUDA only)."),
+    Param("pytorch.seed", "int", 0,
+          "Seed of the initial weights and of the synthetic data (torch.manual_seed)."),
     Param("pytorch.optimizer", "str", "sgd",
           "Optimizer of the training phase: `sgd` (momentum 0.9) or `adam`.",
           choices=("sgd", "adam")),

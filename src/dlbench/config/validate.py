@@ -10,10 +10,12 @@ import difflib
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.config.expand import RawExperiment, expand
+from dlbench.config.modelinfo import IMAGE_SUFFIXES, ModelInfo
 from dlbench.config.registry import REGISTRY, is_user_param
 from dlbench.config.resolve import EXP_ID, Resolver, own_parameters
 from dlbench.config.spec import Source, SweepSpec, describe
@@ -146,6 +148,7 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
         if not isinstance(values[name], str) and values[name] < minimum:
             raise ConfigError(f"{shown(name)} must be >= {minimum}")
     model = MODELS[values["exp.model"]]
+    _check_data_dir(values, raw, model)
     smallest = max(8, model.min_image_size or 0)
     if model.is_image and 0 < values["exp.image_size"] < smallest:
         raise ConfigError(
@@ -177,3 +180,32 @@ def check_log_files(experiments: list[dict[str, Any]], raws: list[RawExperiment]
                 f"identity parameter or exp.log_file differ between them"
             )
         seen[path] = index
+
+
+def _check_data_dir(values: Mapping[str, Any], raw: RawExperiment, model: ModelInfo) -> None:
+    """exp.data_dir holds what the model reads: class folders of images, or a text file."""
+    data_dir = str(values["exp.data_dir"])
+    where = f"exp.data_dir={data_dir!r} (from {raw['exp.data_dir'].source})"
+    kind = model.real_data_kind
+    if not data_dir:
+        if model.id == "loader":
+            raise ConfigError(f"model loader times the input pipeline: it needs exp.data_dir, "
+                              f"a folder of class sub-folders of images ({where})")
+        return
+    path = Path(data_dir)
+    if not kind:
+        raise ConfigError(f"{where}: model {model.id} reads synthetic data only; real data "
+                          f"is for image classification models, loader, and language models")
+    if kind == "text" and not path.is_file():
+        raise ConfigError(f"{where}: model {model.id} reads a text file, and there is no "
+                          f"such file")
+    if kind == "images":
+        if not path.is_dir():
+            raise ConfigError(f"{where}: model {model.id} reads a folder of class "
+                              f"sub-folders of images, and there is no such folder")
+        if not any(
+            f.suffix.lower() in IMAGE_SUFFIXES
+            for d in path.iterdir() if d.is_dir() for f in d.iterdir()
+        ):
+            raise ConfigError(f"{where}: no images ({', '.join(sorted(IMAGE_SUFFIXES))}) in "
+                              f"class sub-folders of it")

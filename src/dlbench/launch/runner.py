@@ -7,6 +7,14 @@ commits that record to the run directory's store in one transaction. Whatever ha
 to one worker (an exception, a crash, a signal, a hang, a NaN loss) marks only its
 own experiment, and the sweep goes on. Running the same sweep into the same run
 directory resumes it, following ``exp.rerun``.
+
+With ``exp.repeat=N`` the experiment is measured by N independent worker processes,
+one after another (as pyperf does: a fresh process is a fresh draw of memory layout,
+clocks and placement). Process k writes ``<exp.log_file>.k`` (outside the ``*.log``
+pattern that ``dlbench parse`` reads in a directory); ``exp.log_file`` then gets the
+one combined record (:func:`~dlbench.measure.stats.combine_repeats`) and the store
+gets that record. The first process that does not end ok ends the experiment, with
+its status and its reason.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from typing import Any
 
 from dlbench.config.registry import varying_parameters
 from dlbench.launch.local import kill_worker, start_worker, worker_command, worker_environment
+from dlbench.measure.stability import repeat_verdict
+from dlbench.measure.stats import combine_repeats
 from dlbench.results.logfile import LINE_RE, LogWriter
 from dlbench.results.parser import parse_log
 from dlbench.results.store import Store
@@ -119,8 +129,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _write_input(experiment: Mapping[str, Any], out_dir: Path) -> Path:
-    path = out_dir / "experiments" / f"{experiment['exp.id']}.json"
+def _write_input(experiment: Mapping[str, Any], out_dir: Path, suffix: str = "") -> Path:
+    path = out_dir / "experiments" / f"{experiment['exp.id']}{suffix}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(experiment, indent=1, sort_keys=True))
@@ -176,7 +186,29 @@ class Runner:
         return result
 
     def _run_one(self, experiment: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, Any], bool]:
-        exp_json = _write_input(experiment, out_dir)
+        repeat = int(experiment.get("exp.repeat", 1) or 1)
+        if repeat <= 1:
+            return self._run_process(experiment, out_dir)
+        log_path = Path(experiment["exp.log_file"])
+        processes: list[dict[str, Any]] = []
+        for number in range(1, repeat + 1):
+            own = {**experiment, "exp.log_file": f"{log_path}.{number}"}
+            record, interrupted = self._run_process(own, out_dir, f".{number}")
+            if interrupted or record["exp.status"] != "ok":
+                failed = {**record, "exp.log_file": str(log_path),
+                          "exp.status_msg": f"process {number} of {repeat}: "
+                                            f"{record['exp.status_msg']}"}
+                _write_combined(log_path, failed)
+                return failed, interrupted
+            processes.append(record)
+        combined = _combine(experiment, processes)
+        _write_combined(log_path, combined)
+        return combined, False
+
+    def _run_process(
+        self, experiment: Mapping[str, Any], out_dir: Path, suffix: str = ""
+    ) -> tuple[dict[str, Any], bool]:
+        exp_json = _write_input(experiment, out_dir, suffix)
         log_path = Path(experiment["exp.log_file"])
         log_path.parent.mkdir(parents=True, exist_ok=True)
         timeout = float(experiment["exp.timeout"]) or None
@@ -229,6 +261,47 @@ class Runner:
         return record
 
 
+def _combine(experiment: Mapping[str, Any], processes: list[dict[str, Any]]) -> dict[str, Any]:
+    """One record from the records of the processes that measured ``experiment``:
+    the first process's environment, the combined results and verdict. Monitor series
+    stay in the per-process logs (``results.repeat_log_files``)."""
+    first = processes[0]
+    record = {k: v for k, v in first.items() if not k.startswith("results.")}
+    record.update(experiment)
+    record.update(combine_repeats(processes))
+    record.update(repeat_verdict(experiment, processes, record.get("results.repeat_cv")))
+    record["results.repeat_log_files"] = [str(p["exp.log_file"]) for p in processes]
+    record["results.end_time"] = processes[-1].get("results.end_time")
+    record["exp.status"], record["exp.status_msg"] = "ok", ""
+    return record
+
+
+def _write_combined(log_path: Path, record: Mapping[str, Any]) -> None:
+    """Write ``record`` as the experiment's log, so that parsing the log gives the
+    record the store holds."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.unlink(missing_ok=True)  # a rerun starts a fresh log
+    with LogWriter(log_path) as log:
+        files = record.get("results.repeat_log_files")
+        if files:
+            log.write_text(f"dlbench: combined from {len(files)} processes: {', '.join(files)}")
+        log.write_many({k: v for k, v in record.items() if k not in ("exp.status",
+                                                                      "exp.status_msg")})
+        log.write("exp.status", record.get("exp.status", ""))
+        log.write("exp.status_msg", record.get("exp.status_msg", ""))
+
+
+def stability_note(record: Mapping[str, Any], shown: int = 2) -> str:
+    """`` (unstable: cv 12.0% > 5%; ...)`` for an unstable result, else empty; at
+    most ``shown`` reasons, then how many more (all are in the record)."""
+    reasons = record.get("results.unstable_reasons")
+    if record.get("results.stable") is not False or not isinstance(reasons, list):
+        return ""
+    text = "; ".join(map(str, reasons[:shown]))
+    more = len(reasons) - shown
+    return f" (unstable: {text}{f'; {more} more' if more > 0 else ''})" if reasons else ""
+
+
 def _format_duration(seconds: float) -> str:
     whole = round(seconds)
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
@@ -265,7 +338,8 @@ class _Progress:
         label = " ".join(f"{key}={r.get(key, '-')}" for key in self.label_keys) or str(
             r.get("exp.model"))
         if outcome.status == "ok":
-            detail = f"{float(r['results.throughput']):.2f} samples/s"
+            unit = r.get("results.throughput_unit") or "samples/s"
+            detail = f"{float(r['results.throughput']):.2f} {unit}{stability_note(r)}"
         else:
             detail = str(r.get("exp.status_msg", ""))[:120]
         status = outcome.status if outcome.ran else f"{outcome.status} (kept)"

@@ -1,18 +1,185 @@
-"""The timing loop shared by every framework.
+"""The timing loop shared by every framework, the fake workload and ``dlbench peak``.
 
-Warm-up batches run first and are not timed. Each timed batch is timed on its own:
-the clock is read, the step is launched, the device is synchronised, the clock is
-read again. Synchronising inside the measured interval makes the time the device's
-rather than the launch's (on CUDA a launch returns long before the kernels finish).
+Each timed batch is timed on its own: the clock is read, the step is launched, the
+device is synchronised, the clock is read again. Synchronising inside the measured
+interval makes the time the device's rather than the launch's (on CUDA a launch
+returns long before the kernels finish).
+
+How many batches run is a policy, decided between batches and never inside one:
+
+- warm-up: a fixed count of untimed batches, or :class:`AutoWarmup`, which times
+  each warm-up batch and stops once batch times no longer fall;
+- timed batches: a fixed count, or :class:`AutoStop`, which runs at least a minimum
+  time and count, then stops once the 95% confidence interval of the mean is narrow
+  enough, or at a time (or batch) limit.
+
+Example::
+
+    timing = run_batches(step, sync, AutoWarmup(max_batches=50),
+                         AutoStop(min_batches=10, min_seconds=1, max_seconds=60,
+                                  target_ci=0.01, max_batches=10_000))
+    timing.times_ms, timing.stop_reason   # [...], "ci_reached"
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dlbench.measure.stats import ci95_half_width, mean
 
 Step = Callable[[int], None]
 Sync = Callable[[], None]
+Clock = Callable[[], int]
+#: Called with ``"timed_start"`` and ``"timed_end"`` around the timed batches (the
+#: resource monitor takes a sample there); never inside a timed interval.
+Marker = Callable[[str], None]
+
+#: ``results.stop_reason`` values.
+STOP_REASONS = ("fixed", "ci_reached", "max_duration", "max_batches")
+
+
+@dataclass(frozen=True)
+class AutoWarmup:
+    """Warm up until batch times stop falling.
+
+    After each warm-up batch, once there are ``2 * window`` of them: warm-up ends
+    when the mean of the last ``window`` batches is no longer below the mean of the
+    ``window`` before by more than ``tolerance`` (relative), or after
+    ``max_batches``. Noise ends warm-up early rather than late (a noisy window is as
+    likely to be slower as faster), which is why the stability verdict also looks for
+    warm-up left in the timed batches.
+    """
+
+    max_batches: int
+    window: int = 5
+    tolerance: float = 0.02
+
+
+@dataclass(frozen=True)
+class AutoStop:
+    """Stop the timed batches when the mean is known well enough.
+
+    The 95% confidence interval of the mean (batch means, see
+    :func:`~dlbench.measure.stats.ci95_half_width`) is computed only once at least
+    ``min_batches`` batches and ``min_seconds`` have run, and then only every
+    ``max(1, n // CHECK_FRACTION)`` batches: each check reads all ``n`` times, so
+    checking every batch would cost O(n²) in a long run; this way the amortised cost
+    is constant and the run overshoots by at most 1/CHECK_FRACTION.
+    """
+
+    min_batches: int
+    min_seconds: float
+    max_seconds: float
+    target_ci: float
+    max_batches: int
+
+    CHECK_FRACTION = 20
+
+
+@dataclass
+class Timing:
+    """What the loop ran: every timed batch, and why it stopped."""
+
+    times_ms: list[float]
+    num_warmup: int
+    stop_reason: str
+    #: Times of the warm-up batches when they were timed (auto warm-up), else empty.
+    warmup_times_ms: list[float] = field(default_factory=list)
+    #: True when auto warm-up reached its cap without batch times settling.
+    warmup_capped: bool = False
+    #: Wall-clock seconds of the timed section, loop overhead and CI checks included.
+    elapsed_s: float = 0.0
+
+
+def warmup_settled(times_ms: list[float], window: int, tolerance: float) -> bool:
+    """True when the last ``window`` times are not faster than the ``window`` before
+    by more than ``tolerance`` (relative); False with fewer than ``2 * window``."""
+    if len(times_ms) < 2 * window:
+        return False
+    last = mean(times_ms[-window:])
+    previous = mean(times_ms[-2 * window:-window])
+    return last >= previous * (1.0 - tolerance)
+
+
+def _timed_step(step: Step, synchronize: Sync, index: int, clock: Clock) -> float:
+    start = clock()
+    step(index)
+    synchronize()
+    return (clock() - start) / 1e6
+
+
+def _warm_up(
+    step: Step, synchronize: Sync, warmup: int | AutoWarmup, clock: Clock
+) -> tuple[int, list[float], bool]:
+    if isinstance(warmup, int):
+        # A fixed warm-up is not timed: there is nothing to decide from its times.
+        for index in range(warmup):
+            step(index)
+        synchronize()
+        return warmup, [], False
+    times: list[float] = []
+    while len(times) < warmup.max_batches:
+        times.append(_timed_step(step, synchronize, len(times), clock))
+        if warmup_settled(times, warmup.window, warmup.tolerance):
+            return len(times), times, False
+    return len(times), times, True
+
+
+def run_batches(
+    step: Step,
+    synchronize: Sync,
+    warmup: int | AutoWarmup,
+    stop: int | AutoStop,
+    clock: Clock = time.perf_counter_ns,
+    mark: Marker | None = None,
+) -> Timing:
+    """Warm up, then run timed batches until ``stop`` says so.
+
+    ``step`` receives the batch index counted from 0 over warm-up and timed batches.
+    ``warmup`` and ``stop`` are counts or the automatic policies above.
+    """
+    num_warmup, warmup_times, capped = _warm_up(step, synchronize, warmup, clock)
+    if mark is not None:
+        mark("timed_start")
+    times: list[float] = []
+    index = num_warmup
+    began = clock()
+    if isinstance(stop, int):
+        for index in range(num_warmup, num_warmup + stop):
+            times.append(_timed_step(step, synchronize, index, clock))
+        reason = "fixed"
+    else:
+        reason = _run_until(step, synchronize, stop, clock, times, index, began)
+    elapsed = (clock() - began) / 1e9
+    if mark is not None:
+        mark("timed_end")
+    return Timing(times, num_warmup, reason, warmup_times, capped, elapsed)
+
+
+def _run_until(
+    step: Step, synchronize: Sync, stop: AutoStop, clock: Clock,
+    times: list[float], index: int, began: int,
+) -> str:
+    next_check = 0
+    max_batches = max(1, stop.max_batches)
+    while True:
+        times.append(_timed_step(step, synchronize, index, clock))
+        index += 1
+        count = len(times)
+        elapsed = (clock() - began) / 1e9
+        if count >= max_batches:
+            return "max_batches"
+        if elapsed >= stop.max_seconds:
+            return "max_duration"
+        if count < stop.min_batches or elapsed < stop.min_seconds or count < next_check:
+            continue
+        half_width = ci95_half_width(times)
+        average = mean(times)
+        if half_width is not None and average > 0 and half_width / average <= stop.target_ci:
+            return "ci_reached"
+        next_check = count + max(1, count // stop.CHECK_FRACTION)
 
 
 def time_batches(
@@ -20,20 +187,8 @@ def time_batches(
     synchronize: Sync,
     num_warmup: int,
     num_batches: int,
-    clock: Callable[[], int] = time.perf_counter_ns,
+    clock: Clock = time.perf_counter_ns,
 ) -> list[float]:
     """Run ``num_warmup`` untimed then ``num_batches`` timed steps; return each timed
-    step's duration in milliseconds.
-
-    ``step`` receives the batch index counted from 0 over warm-up and timed batches.
-    """
-    for index in range(num_warmup):
-        step(index)
-    synchronize()
-    times_ms: list[float] = []
-    for index in range(num_warmup, num_warmup + num_batches):
-        start = clock()
-        step(index)
-        synchronize()
-        times_ms.append((clock() - start) / 1e6)
-    return times_ms
+    step's duration in milliseconds (:func:`run_batches` with fixed counts)."""
+    return run_batches(step, synchronize, num_warmup, num_batches, clock).times_ms

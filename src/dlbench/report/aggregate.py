@@ -42,6 +42,11 @@ ENVIRONMENT_KEYS = (
     "hw.device_name",
     "sys.framework_version",
     "sys.dlbench_version",
+    "sys.python",
+    "sys.os",
+    "hw.cpu_count",
+    "hw.cpu_governor",
+    "hw.gpu_driver",
 )
 
 # Some environment keys differ by nature between frameworks or device types (the

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.report.aggregate import (
+    MAX_NAMED,
     SEPARATE_BY,
     LabeledTable,
     Measured,
@@ -35,6 +36,7 @@ from dlbench.report.aggregate import (
     environment_warning,
     identity_candidates,
     key_of,
+    record_name,
     row_keys,
     split_groups,
     summarize,
@@ -223,6 +225,22 @@ def _group_tables(
             efficiency_table]
 
 
+def unstable_warning(records: Sequence[dict[str, Any]]) -> str | None:
+    """A warning naming the results the worker judged unstable, with its reasons
+    (``results.stable``, ``results.unstable_reasons``), or None."""
+    unstable = [r for r in records if r.get("results.stable") is False]
+    if not unstable:
+        return None
+    named = []
+    for index, record in enumerate(unstable[:MAX_NAMED]):
+        reasons = record.get("results.unstable_reasons") or ["no reason recorded"]
+        label = f"{record.get('exp.model', '?')} batch {record.get('exp.replica_batch', '?')}"
+        named.append(f"{label} ({record_name(record, index)}): {'; '.join(map(str, reasons))}")
+    more = len(unstable) - len(named)
+    return (f"{len(unstable)} of {len(records)} result(s) unstable: " + " | ".join(named)
+            + (f" | and {more} more" if more > 0 else ""))
+
+
 _TITLES = {
     "exploration": "Exploration",
     "weak-scaling": "Weak scaling",
@@ -252,6 +270,9 @@ def build_table_report(
     report = Report(title=f"{_TITLES[report_type]}: {target}", warnings=warnings)
     if differs:
         report.warnings.append(differs)
+    unstable = unstable_warning(usable)
+    if unstable:
+        report.warnings.append(unstable)
     groups = split_groups(usable)
     for group, members in groups:
         report.tables.extend(_group_tables(report_type, group, members, target))

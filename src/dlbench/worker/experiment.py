@@ -1,9 +1,10 @@
 """Runs one experiment inside the worker process.
 
 The log gets, in order: every resolved parameter, the environment, the framework's
-own output (the worker's stdout and stderr go to the same file), then the results
-and the status. Each line is flushed as it is written, so a worker killed at any
-point leaves a log that parses to what it had reached.
+own output (the worker's stdout and stderr go to the same file), then the monitor's
+series, the results with their stability verdict, and the status. Each line is
+flushed as it is written, so a worker killed at any point leaves a log that parses
+to what it had reached.
 """
 
 from __future__ import annotations
@@ -17,12 +18,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from dlbench.backends.base import load_backend
+from dlbench.backends.base import Backend, load_backend
 from dlbench.errors import WorkerError
+from dlbench.measure.monitor import ResourceMonitor
+from dlbench.measure.peak import lookup_peak
+from dlbench.measure.stability import verdict
 from dlbench.measure.stats import summarize_times, throughput
 from dlbench.measure.sysinfo import host_info
-from dlbench.measure.timing import time_batches
+from dlbench.measure.timing import AutoStop, AutoWarmup, Timing, run_batches
 from dlbench.results.logfile import LogWriter
+
+AUTO = "auto"
 
 
 def _now() -> str:
@@ -41,6 +47,85 @@ def _failure_message(error: BaseException) -> str:
     return message
 
 
+def policies(params: Mapping[str, Any]) -> tuple[int | AutoWarmup, int | AutoStop]:
+    """The warm-up and stopping policies ``exp.num_warmup_batches`` and
+    ``exp.num_batches`` ask for: counts, or ``auto``."""
+    warmup: int | AutoWarmup = (
+        AutoWarmup(max_batches=int(params["exp.max_warmup_batches"]))
+        if params["exp.num_warmup_batches"] == AUTO
+        else int(params["exp.num_warmup_batches"])
+    )
+    stop: int | AutoStop = (
+        AutoStop(
+            min_batches=int(params["exp.min_batches"]),
+            min_seconds=float(params["exp.min_duration"]),
+            max_seconds=float(params["exp.max_duration"]),
+            target_ci=float(params["exp.target_ci"]),
+            max_batches=int(params["exp.max_batches"]),
+        )
+        if params["exp.num_batches"] == AUTO
+        else int(params["exp.num_batches"])
+    )
+    return warmup, stop
+
+
+def backend_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """What the backend sees: ``auto`` batch counts replaced by the most that may
+    run, so a backend can size what it prepares per batch (a buffer of losses)."""
+    bounded = dict(params)
+    if bounded["exp.num_warmup_batches"] == AUTO:
+        bounded["exp.num_warmup_batches"] = int(params["exp.max_warmup_batches"])
+    if bounded["exp.num_batches"] == AUTO:
+        bounded["exp.num_batches"] = int(params["exp.max_batches"])
+    return bounded
+
+
+def _results(
+    params: Mapping[str, Any], timing: Timing, backend: Backend, environment: Mapping[str, Any]
+) -> dict[str, Any]:
+    times_ms = timing.times_ms
+    if not times_ms:
+        raise WorkerError("no batch was timed (exp.max_duration or exp.max_batches too small)")
+    if not all(math.isfinite(v) for v in times_ms):
+        raise WorkerError("a batch time is not finite")
+    results: dict[str, Any] = summarize_times(times_ms)
+    unit, per_sample = backend.throughput_unit()
+    samples_per_second = throughput(int(params["exp.effective_batch"]), results["results.time"])
+    results["results.throughput"] = samples_per_second * per_sample
+    results["results.throughput_unit"] = unit
+    flops = backend.flops_per_sample()
+    if flops:
+        results["results.flops_per_sample"] = flops
+        results["results.tflops"] = flops * samples_per_second / 1e12
+        peak = lookup_peak(environment.get("hw.device_name"), str(params["exp.dtype"]),
+                           cpu_model=environment.get("hw.cpu_model"))
+        if peak is not None:
+            results["results.mfu"] = results["results.tflops"] / peak.tflops
+            results["results.mfu_peak_tflops"] = peak.tflops
+            results["results.mfu_peak_source"] = peak.source
+    results["results.num_batches"] = len(times_ms)
+    results["results.num_warmup_batches"] = timing.num_warmup
+    results["results.stop_reason"] = timing.stop_reason
+    results["results.timed_seconds"] = timing.elapsed_s
+    if timing.warmup_times_ms:
+        results["results.warmup_time_data"] = timing.warmup_times_ms
+        results["results.warmup_settled"] = not timing.warmup_capped
+    results["results.time_data"] = times_ms
+    return results
+
+
+def _monitor_results(
+    params: Mapping[str, Any], monitor: ResourceMonitor, results: Mapping[str, Any]
+) -> dict[str, Any]:
+    summary = monitor.summary()
+    energy = summary.get("results.use.energy_j")
+    count = results.get("results.num_batches")
+    if isinstance(energy, float) and energy > 0 and isinstance(count, int):
+        samples = int(params["exp.effective_batch"]) * count
+        summary["results.use.samples_per_joule"] = samples / energy
+    return summary
+
+
 def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
     """Run the experiment described by ``params``, writing everything to ``log``.
 
@@ -48,48 +133,52 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
     experiment's status, not raised: one failed experiment never stops a sweep.
     """
     log.write_many(params)
-    log.write_many(host_info())
+    host = host_info()
+    log.write_many(host)
     log.write("results.start_time", _now())
+    monitor = None
+    if params.get("monitor.enabled", True):
+        monitor = ResourceMonitor(float(params.get("monitor.frequency", 0.5)))
+        monitor.start()
+        for note in monitor.notes:
+            log.write_text(f"dlbench: {note}")
     backend = None
+    results: dict[str, Any] = {}
     try:
-        backend = load_backend(params)
+        backend = load_backend(backend_params(params))
         backend.setup()
-        log.write_many(backend.environment())
+        own_environment = backend.environment()
+        log.write_many(own_environment)
+        environment = {**host, **own_environment}
         sys.stdout.flush()
-        num_warmup = int(params["exp.num_warmup_batches"])
-        times_ms = time_batches(
-            backend.step, backend.synchronize, num_warmup, int(params["exp.num_batches"])
-        )
-        extra = backend.finish(num_warmup + len(times_ms))
-        results: dict[str, Any] = summarize_times(times_ms)
-        unit, per_sample = backend.throughput_unit()
-        samples_per_second = throughput(
-            int(params["exp.effective_batch"]), results["results.time"]
-        )
-        results["results.throughput"] = samples_per_second * per_sample
-        results["results.throughput_unit"] = unit
-        flops = backend.flops_per_sample()
-        if flops:
-            results["results.flops_per_sample"] = flops
-            results["results.tflops"] = flops * samples_per_second / 1e12
-        results["results.num_batches"] = len(times_ms)
-        results["results.time_data"] = times_ms
+        warmup, stop = policies(params)
+        timing = run_batches(backend.step, backend.synchronize, warmup, stop,
+                             mark=monitor.mark if monitor else None)
+        extra = backend.finish(timing.num_warmup + len(timing.times_ms))
+        results = _results(params, timing, backend, environment)
         results.update(extra)
-        if not all(math.isfinite(v) for v in times_ms):
-            raise WorkerError("a batch time is not finite")
     except Exception as error:  # any failure is this experiment's, reported in its log
         traceback.print_exc()
         sys.stderr.flush()
+        if monitor is not None:
+            monitor.stop()
+            log.write_many(monitor.series())
         log.write("results.end_time", _now())
         log.write("exp.status", "failure")
         log.write("exp.status_msg", _failure_message(error))
         return False
     finally:
+        if monitor is not None:
+            monitor.stop()
         if backend is not None:
             try:
                 backend.teardown()
             except Exception:  # a failing teardown must not hide the result
                 traceback.print_exc()
+    if monitor is not None:
+        log.write_many(monitor.series())
+        results.update(_monitor_results(params, monitor, results))
+    results.update(verdict(params, results))
     log.write_many(results)
     log.write("results.end_time", _now())
     log.write("exp.status", "ok")

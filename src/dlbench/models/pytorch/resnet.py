@@ -161,3 +161,21 @@ def resnet101(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 def resnet152(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """ResNet-152 v1.5: 60,192,808 parameters at 3 channels, 1000 classes."""
     return _resnet(Bottleneck, (3, 8, 36, 3), input_shape, num_classes)
+
+
+# The two deepest of DLBS's set. He et al. trained ResNet-200 with pre-activation
+# blocks ("Identity Mappings in Deep Residual Networks", 2016); like DLBS, which built
+# every depth from its one block, both reuse the torchvision v1.5 bottleneck above, so
+# only the number of blocks per stage differs from ResNet-50.
+
+
+def resnet200(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    """ResNet-200 (v1.5 bottlenecks, stages of 3, 24, 36, 3 blocks): 64,673,832
+    parameters at 3 channels, 1000 classes."""
+    return _resnet(Bottleneck, (3, 24, 36, 3), input_shape, num_classes)
+
+
+def resnet269(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    """ResNet-269 (v1.5 bottlenecks, stages of 3, 30, 48, 8 blocks): 102,073,384
+    parameters at 3 channels, 1000 classes."""
+    return _resnet(Bottleneck, (3, 30, 48, 8), input_shape, num_classes)

@@ -1,0 +1,418 @@
+"""The resource monitor: a background thread in the worker that samples resource use.
+
+Every ``interval`` seconds it records the worker's process tree (CPU %, resident
+memory), the host (memory in use, CPU busy), each NVIDIA GPU through NVML
+(utilisation, memory, power, temperature, SM clock, throttle reasons, processes)
+and, where Linux exposes RAPL, the CPU packages' energy. The timing loop marks the
+start and end of its timed batches (:meth:`ResourceMonitor.mark`, which also takes a
+sample there), and summaries are computed over that window.
+
+The thread sleeps between samples. A sample costs well under a millisecond of
+Python (the process tree is read from ``/proc/<pid>/task/*/children`` rather than by
+scanning every process) and NVML calls release the GIL, so the timed loop is
+delayed by at most that, once per interval.
+
+CPU figures follow ``top``: ``cpu_percent`` is the tree's use in % of one core
+(200 = two cores busy); ``other_cpu_percent`` is what the rest of the machine used
+of the CPUs the worker may run on (its affinity), also in % of one core;
+``system_cpu_percent`` is the whole machine's busy share of all CPUs (0-100).
+
+Example::
+
+    monitor = ResourceMonitor(0.5)
+    monitor.start()
+    ...; monitor.mark("timed_start"); ...; monitor.mark("timed_end")
+    monitor.stop()
+    monitor.series()   # {"results.use.time": [...], "results.use.cpu_percent": [...], ...}
+    monitor.summary()  # {"results.use.cpu_percent_mean": ..., "results.use.rss_mb_max": ...}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+import time
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from dlbench.measure.nvml import GpuSampler, load_nvml, reason_shares
+
+#: Where Linux exposes RAPL energy counters.
+RAPL_ROOT = Path("/sys/class/powercap")
+
+#: Shortest interval whose CPU percentages count towards a maximum: a few 10 ms ticks.
+MIN_RATE_SPAN = 0.03
+
+#: Series summarised by mean and max; the others are counters or bit masks.
+_NOT_SUMMARISED = ("time", "cpu_energy_j")
+_NOT_SUMMARISED_SUFFIXES = ("_throttle", "_energy_j", "_used")
+
+Row = dict[str, Any]
+
+
+def busy_seconds() -> list[float]:
+    """Seconds each logical CPU has been busy since boot: neither idle nor waiting
+    for I/O (psutil's rule; Linux counts guest time inside user time too)."""
+    busy = []
+    for times in psutil.cpu_times(percpu=True):
+        total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+        busy.append(total - times.idle - getattr(times, "iowait", 0.0))
+    return busy
+
+
+def tree_pids(pid: int) -> list[int]:
+    """``pid`` and all its descendants.
+
+    Reads ``/proc/<pid>/task/<tid>/children``, which costs a few reads of our own
+    tree, instead of scanning every process on the machine; falls back to psutil
+    where the kernel lacks that file.
+    """
+    found = [pid]
+    index = 0
+    while index < len(found):
+        try:
+            tasks = list(Path(f"/proc/{found[index]}/task").iterdir())
+        except OSError:
+            if index == 0:  # no /proc (or we are gone): ask psutil
+                return _psutil_tree(pid)
+            tasks = []  # a child that exited while we read: skip it
+        for task in tasks:
+            try:
+                found.extend(int(c) for c in (task / "children").read_text().split())
+            except FileNotFoundError:
+                if index == 0 and task.name == str(pid):  # kernel without the file
+                    return _psutil_tree(pid)
+            except (OSError, ValueError):
+                continue
+        index += 1
+    return found
+
+
+def _psutil_tree(pid: int) -> list[int]:
+    try:
+        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+    except psutil.Error:
+        return [pid]
+
+
+class _ProcessTree:
+    """CPU time and resident memory of a process and its descendants."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.processes: dict[int, psutil.Process] = {}
+        self.cpu_seconds: dict[int, float] = {}
+
+    def sample(self) -> tuple[float, float, set[int]]:
+        """CPU seconds used since the previous sample, RSS in MiB, and the pids."""
+        used = rss = 0.0
+        pids = set(tree_pids(self.pid))
+        seen: dict[int, float] = {}
+        for pid in pids:
+            try:
+                process = self.processes.get(pid) or psutil.Process(pid)
+                with process.oneshot():
+                    times = process.cpu_times()
+                    memory = process.memory_info()
+            except psutil.Error:  # exited between listing and reading
+                continue
+            self.processes[pid] = process
+            seen[pid] = times.user + times.system
+            # A process first seen now most likely started since the last sample.
+            used += seen[pid] - self.cpu_seconds.get(pid, 0.0)
+            rss += memory.rss
+        self.cpu_seconds = seen
+        self.processes = {pid: p for pid, p in self.processes.items() if pid in seen}
+        return used, rss / 2**20, pids
+
+
+class _Rapl:
+    """Cumulative energy of the CPU packages from RAPL, with counter wraparound."""
+
+    def __init__(self, root: Path) -> None:
+        self.domains: list[tuple[Path, int]] = []
+        for domain in sorted(root.glob("intel-rapl:*")):
+            # Package domains only: sub-domains (core, dram: intel-rapl:0:0) are parts
+            # of a package, and "psys" covers the whole platform, packages included.
+            name_file = domain / "name"
+            if domain.name.count(":") != 1 or not name_file.is_file():
+                continue
+            if not name_file.read_text().strip().startswith("package"):
+                continue
+            self.domains.append((domain, int((domain / "max_energy_range_uj").read_text())))
+        if not self.domains:
+            raise FileNotFoundError(f"no RAPL package counters under {root}")
+        self.last = [self._raw(path) for path, _ in self.domains]
+        self.total_uj = 0
+
+    @staticmethod
+    def _raw(path: Path) -> int:
+        return int((path / "energy_uj").read_text())
+
+    def joules(self) -> float:
+        """Energy in J since this object was made."""
+        for i, (path, max_range) in enumerate(self.domains):
+            raw = self._raw(path)
+            delta = raw - self.last[i]
+            if delta < 0:  # the counter wrapped around at max_energy_range_uj
+                delta += max_range
+            self.total_uj += delta
+            self.last[i] = raw
+        return self.total_uj / 1e6
+
+
+class ResourceMonitor:
+    """Samples resource use every ``interval`` seconds in a daemon thread.
+
+    ``nvml`` and ``rapl_root`` are for tests: a stand-in for ``pynvml`` and another
+    sysfs root. Whatever is unavailable is skipped with one line in :attr:`notes`.
+    """
+
+    def __init__(
+        self, interval: float, pid: int | None = None, nvml: Any = None,
+        rapl_root: Path = RAPL_ROOT, gpus: bool = True,
+    ) -> None:
+        self.interval = interval
+        self.tree = _ProcessTree(os.getpid() if pid is None else pid)
+        self.notes: list[str] = []
+        self.rows: list[Row] = []
+        self.marks: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._rapl_root = rapl_root
+        self._want_gpus, self._nvml = gpus, nvml
+        self.gpus: GpuSampler | None = None
+        self.rapl: _Rapl | None = None
+        affinity = getattr(os, "sched_getaffinity", None)
+        self.cpus = sorted(affinity(0)) if affinity else list(range(psutil.cpu_count() or 1))
+        self._started = self._last = 0.0
+
+    def start(self) -> None:
+        """Open the GPU and energy counters, prime the CPU counters, start sampling."""
+        if self._want_gpus:
+            nvml, why = (self._nvml, None) if self._nvml is not None else load_nvml()
+            if nvml is None:
+                self.notes.append(f"monitor: GPU monitoring skipped: {why}")
+            else:
+                try:
+                    self.gpus = GpuSampler(nvml)
+                except Exception as error:
+                    self.notes.append(f"monitor: GPU monitoring skipped: NVML failed ({error})")
+                    with contextlib.suppress(Exception):
+                        nvml.nvmlShutdown()
+        try:
+            self.rapl = _Rapl(self._rapl_root)
+        except (OSError, ValueError) as error:
+            reason = ("RAPL counters are not readable (root only on recent kernels)"
+                      if isinstance(error, PermissionError) else str(error))
+            self.notes.append(f"monitor: CPU energy skipped: {reason}")
+        self._busy = busy_seconds()
+        self._totals = (0.0, 0.0, 0.0)  # CPU-seconds: the tree, our CPUs, all CPUs
+        self.tree.sample()
+        self._started = self._last = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="dlbench-monitor", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def _sample(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            used, rss_mb, pids = self.tree.sample()
+            busy = busy_seconds()
+            memory = psutil.virtual_memory()
+            seconds = max(now - self._last, 1e-9)
+            self._last = now
+            delta = [b - a for a, b in zip(self._busy, busy, strict=False)]
+            self._busy = busy
+            ours = sum(delta[c] for c in self.cpus if c < len(delta))
+            self._totals = (self._totals[0] + used, self._totals[1] + ours,
+                            self._totals[2] + sum(delta))
+            # The kernel's counters advance in ticks, and on some VMs late: one
+            # interval may show 0% and the next the catch-up. The series are clamped
+            # for reading; means come from the cumulative totals (the "_" keys).
+            row: Row = {
+                "time": now - self._started,
+                "cpu_percent": 100.0 * used / seconds,
+                "rss_mb": rss_mb,
+                "host_memory_used_mb": (memory.total - memory.available) / 2**20,
+                "system_cpu_percent": min(100.0, 100.0 * sum(delta) / seconds / len(delta)),
+                "other_cpu_percent": min(100.0 * len(self.cpus),
+                                         max(0.0, 100.0 * (ours - used) / seconds)),
+                "_tree_s": self._totals[0], "_ours_s": self._totals[1],
+                "_all_s": self._totals[2],
+            }
+            if self.rapl is not None:
+                try:
+                    row["cpu_energy_j"] = self.rapl.joules()
+                except (OSError, ValueError):  # a counter that vanished or misread
+                    row["cpu_energy_j"] = None
+            if self.gpus is not None:
+                row.update(self.gpus.sample(pids))
+            self.rows.append(row)
+
+    def mark(self, name: str) -> None:
+        """Take a sample now and remember it as ``name`` (``timed_start``, ``timed_end``)."""
+        self._sample()
+        self.marks[name] = len(self.rows) - 1
+
+    def stop(self) -> None:
+        """Stop the thread and release NVML. Idempotent."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self.gpus is not None:
+            self.gpus.close()
+
+    def series(self) -> dict[str, list[Any]]:
+        """Every sample as ``results.use.<name>`` lists (``results.use.time``: seconds
+        since the monitor started), plus ``results.use.timed``: the timed section's
+        start and end on that clock."""
+        with self._lock:
+            rows = list(self.rows)
+        names: dict[str, None] = {}
+        for row in rows:
+            names.update(dict.fromkeys(row))
+        out = {f"results.use.{n}": [_rounded(r.get(n)) for r in rows]
+               for n in names if not n.startswith("_")}
+        if "timed_start" in self.marks and "timed_end" in self.marks:
+            out["results.use.timed"] = [
+                _rounded(rows[self.marks[k]]["time"]) for k in ("timed_start", "timed_end")]
+        return out
+
+    def _bounds(self) -> tuple[list[Row], int, int]:
+        """Every row, and the indices of the timed section's start and end marks; -1
+        and the last row when the marks are missing (the run failed before or during
+        the timed batches: the window is then everything)."""
+        with self._lock:
+            rows = list(self.rows)
+        start, end = self.marks.get("timed_start"), self.marks.get("timed_end")
+        if start is None or end is None or end <= start:
+            return rows, -1, len(rows) - 1
+        return rows, start, end
+
+    def window(self) -> tuple[list[Row], list[float]]:
+        """The samples of the timed section, after the start mark up to the end mark
+        (a sample's CPU use covers the interval before it), with the seconds each
+        covers."""
+        rows, start, end = self._bounds()
+        times = [0.0, *(r["time"] for r in rows)]  # 0.0: when the counters were primed
+        spans = [times[i + 1] - times[i] for i in range(start + 1, end + 1)]
+        return rows[start + 1:end + 1], spans
+
+    def summary(self) -> dict[str, Any]:
+        """``results.use.*`` summaries of the timed section: ``<name>_mean`` and
+        ``<name>_max`` of each series, GPU throttle reasons as the share of samples
+        each was active in, and energy (J) and average power (W) when known.
+
+        CPU percentages are rates over the interval before each sample, and a mark
+        can fall a millisecond after a periodic sample, where the kernel's 10 ms
+        counters read 0 or 100%: their means are total CPU time over total time,
+        and their max ignores intervals shorter than :data:`MIN_RATE_SPAN`.
+        """
+        rows, spans = self.window()
+        rates = self._rate_means()
+        out: dict[str, Any] = {
+            "results.use.samples": len(rows),
+            "results.use.interval_s": self.interval,
+            "results.use.cpus_available": len(self.cpus),
+        }
+        names: dict[str, None] = {}
+        for row in rows:
+            names.update(dict.fromkeys(row))
+        for name in names:
+            pairs = [(r[name], s) for r, s in zip(rows, spans, strict=True)
+                     if isinstance(r.get(name), (int, float))]
+            values = [v for v, _ in pairs]
+            if name.endswith("_used"):
+                out[f"results.use.{name}"] = any(r.get(name) for r in rows)
+            elif name.endswith("_throttle"):
+                out[f"results.use.{name}_reasons"] = reason_shares(values)
+            elif not values or name.startswith("_") or name in _NOT_SUMMARISED or (
+                    name.endswith(_NOT_SUMMARISED_SUFFIXES)):
+                continue
+            elif name in rates:
+                out[f"results.use.{name}_mean"] = rates[name]
+                steady = [v for v, s in pairs if s >= MIN_RATE_SPAN] or values
+                out[f"results.use.{name}_max"] = max(steady)
+            else:
+                out[f"results.use.{name}_mean"] = math.fsum(values) / len(values)
+                out[f"results.use.{name}_max"] = max(values)
+        out.update(self._energy())
+        return out
+
+    def _rate_means(self) -> dict[str, float]:
+        """Mean CPU rates of the window from the cumulative totals: CPU-seconds over
+        seconds, whatever the counters did in between."""
+        rows, start, end = self._bounds()
+        if end < 0:
+            return {}
+        base = rows[start] if start >= 0 else {"time": 0.0, "_tree_s": 0.0, "_ours_s": 0.0,
+                                                "_all_s": 0.0}
+        last, seconds = rows[end], rows[end]["time"] - base["time"]
+        if seconds <= 0:
+            return {}
+        tree = last["_tree_s"] - base["_tree_s"]
+        return {
+            "cpu_percent": 100.0 * tree / seconds,
+            "system_cpu_percent": 100.0 * (last["_all_s"] - base["_all_s"]) / seconds
+            / max(len(self._busy), 1),
+            "other_cpu_percent": 100.0 * max(0.0, last["_ours_s"] - base["_ours_s"] - tree)
+            / seconds,
+        }
+
+    def _energy(self) -> dict[str, Any]:
+        """Energy between the marks: RAPL and NVML counters, else integrated power."""
+        rows, start, end = self._bounds()
+        if start < 0:
+            return {}
+        first, last = rows[start], rows[end]
+        out: dict[str, Any] = {}
+        cpu = _difference(first.get("cpu_energy_j"), last.get("cpu_energy_j"))
+        if cpu is not None:
+            out["results.use.cpu_energy_j"] = cpu
+        gpu_total = None
+        for i in range(len(self.gpus.handles) if self.gpus else 0):
+            energy = _difference(first.get(f"gpu{i}_energy_j"), last.get(f"gpu{i}_energy_j"))
+            if energy is None:  # no energy counter: integrate the power samples
+                energy = _integrate(rows[start:end + 1], f"gpu{i}_power_w")
+            if energy is not None:
+                out[f"results.use.gpu{i}_energy_j"] = energy
+                gpu_total = (gpu_total or 0.0) + energy
+        if gpu_total is not None:
+            out["results.use.gpu_energy_j"] = gpu_total
+        if cpu is not None or gpu_total is not None:
+            out["results.use.energy_j"] = total = (cpu or 0.0) + (gpu_total or 0.0)
+            seconds = last["time"] - first["time"]
+            if seconds > 0:
+                out["results.use.power_w"] = total / seconds
+        return out
+
+
+def _rounded(value: Any) -> Any:
+    # Series go into the log as JSON: four significant decimals are plenty for
+    # percentages, MiB and watts, and keep a long run's log small.
+    return round(value, 4) if isinstance(value, float) else value
+
+
+def _difference(first: Any, last: Any) -> float | None:
+    if isinstance(first, (int, float)) and isinstance(last, (int, float)):
+        return float(last) - float(first)
+    return None
+
+
+def _integrate(rows: list[Row], name: str) -> float | None:
+    """Trapezoidal integral of ``name`` over ``time`` (W·s = J); None without data."""
+    points = [(r["time"], r[name]) for r in rows if isinstance(r.get(name), (int, float))]
+    if len(points) < 2:
+        return None
+    return math.fsum((t1 - t0) * (v0 + v1) / 2 for (t0, v0), (t1, v1) in pairwise(points))

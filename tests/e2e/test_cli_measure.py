@@ -1,0 +1,66 @@
+"""``dlbench sysinfo``, ``dlbench peak`` and the stability verdict as a user sees them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliRunner
+
+
+def test_sysinfo_text_and_json(dlbench: CliRunner) -> None:
+    text = dlbench("sysinfo")
+    assert text.returncode == 0, text.stderr
+    for key in ("hw.cpu_model", "hw.cpu_cores", "hw.memory_gib", "sys.os", "sys.python",
+                "sys.dlbench_version", "sys.framework_version", "sys.framework_build"):
+        assert key in text.stdout
+    as_json = dlbench("sysinfo", "--format", "json")
+    info = json.loads(as_json.stdout)
+    assert info["hw.cpu_count"] == os.cpu_count()
+    assert info["sys.framework"] == "pytorch"
+    if "hw.gpus" not in info:
+        assert "(no NVIDIA GPU information: " in text.stdout
+
+
+def test_peak_measures_and_stores(
+    dlbench: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DLBENCH_HOME", str(tmp_path / "home"))
+    done = dlbench("peak", "--gpus", "", "--seconds", "0.2", "--size", "256",
+                   "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(done.stdout)
+    assert entry["device_type"] == "cpu" and entry["matmul_size"] == 256
+    assert 0.001 < entry["tflops"]["float32"] < 100  # TFLOP/s: any CPU is in here
+    assert 0.1 < entry["memory_gbps"] < 10_000  # GB/s
+    stored = json.loads((tmp_path / "home" / "peaks.json").read_text())
+    assert stored["devices"][entry["device"]]["tflops"] == entry["tflops"]
+
+    text = dlbench("peak", "--gpus", "", "--seconds", "0.1", "--size", "128", "--no-save")
+    assert text.returncode == 0, text.stderr
+    assert "matmul float32" in text.stdout and "TFLOP/s" in text.stdout
+    assert "memory copy" in text.stdout and "GB/s" in text.stdout
+    assert "saved to" not in text.stdout
+
+
+def test_peak_rejects_an_unknown_dtype(dlbench: CliRunner) -> None:
+    done = dlbench("peak", "--gpus", "", "--dtypes", "float64")
+    assert done.returncode == 2
+    assert "--dtypes 'float64': accepted: float32, tf32, float16, bfloat16" in done.stderr
+
+
+def test_unstable_results_are_shown_in_progress_and_reports(
+    dlbench: CliRunner, tmp_path: Path
+) -> None:
+    # Jitter of up to 20 ms on 2 ms steps: a cv far above 5%.
+    run = dlbench("run", "-P", "exp.framework=fake", "-P", "fake.step_ms=2",
+                  "-P", "fake.jitter_ms=20", "-P", "exp.num_batches=30",
+                  "--out", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr
+    assert "ok          resnet50: " in run.stderr and "(unstable: cv " in run.stderr
+    report = dlbench("report", "--input", str(tmp_path / "out"))
+    assert report.returncode == 0, report.stderr
+    assert "warning: 1 of 1 result(s) unstable: resnet50 batch 16 (" in report.stdout

@@ -1,0 +1,108 @@
+"""Device peaks: the datasheet table, the per-user file, and a matmul timed two ways."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from dlbench.measure.peak import (
+    Peak,
+    datasheet,
+    load_peaks,
+    lookup_peak,
+    measure_copy,
+    measure_matmul,
+    peaks_path,
+    save_peak,
+)
+
+
+@pytest.mark.parametrize(("name", "label"), [
+    ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
+    ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
+    ("NVIDIA H100 NVL", "NVIDIA H100 NVL"),
+    ("NVIDIA H200", "NVIDIA H200 SXM"),
+    ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB SXM"),
+    ("NVIDIA A100 80GB PCIe", "NVIDIA A100 80GB PCIe"),
+    ("NVIDIA A100-PCIE-40GB", "NVIDIA A100 40GB"),
+    ("Tesla V100-SXM2-16GB", "NVIDIA V100 SXM2"),
+    ("Tesla V100-PCIE-32GB", "NVIDIA V100 PCIe"),
+    ("NVIDIA L4", "NVIDIA L4"),
+    ("NVIDIA L40S", "NVIDIA L40S"),
+    ("AMD Instinct MI300X", "AMD Instinct MI300X"),
+])
+def test_datasheet_names(name: str, label: str) -> None:
+    entry = datasheet(name)
+    assert entry is not None and entry.label == label
+
+
+def test_unknown_devices_have_no_datasheet() -> None:
+    assert datasheet("NVIDIA L40") is None  # not L4, not L40S
+    assert datasheet("cpu") is None
+    assert datasheet("fake") is None
+
+
+def test_lookup_prefers_a_measured_peak(tmp_path: Path) -> None:
+    path = tmp_path / "peaks.json"
+    assert lookup_peak("NVIDIA H100 80GB HBM3", "bfloat16", path=path) == Peak(
+        989.5, "datasheet: NVIDIA H100 SXM bfloat16 dense")
+    save_peak({"device": "NVIDIA H100 80GB HBM3", "measured": "2025-06-01T10:00:00+00:00",
+               "tflops": {"bfloat16": 700.0}}, path)
+    assert lookup_peak("NVIDIA H100 80GB HBM3", "bfloat16", path=path) == Peak(
+        700.0, "measured 2025-06-01 on NVIDIA H100 80GB HBM3")
+    # A dtype not measured falls back to the datasheet; one in neither has no peak.
+    assert lookup_peak("NVIDIA H100 80GB HBM3", "float32", path=path) == Peak(
+        67.0, "datasheet: NVIDIA H100 SXM float32 dense")
+    assert lookup_peak("Tesla V100-SXM2-16GB", "bfloat16", path=path) is None
+    assert lookup_peak("fake", "float32", path=path) is None
+
+
+def test_a_cpu_is_looked_up_by_model(tmp_path: Path) -> None:
+    path = tmp_path / "peaks.json"
+    save_peak({"device": "Some CPU", "measured": "2025-01-02T00:00:00",
+               "tflops": {"float32": 2.0}}, path)
+    assert lookup_peak("cpu", "float32", cpu_model="Some CPU", path=path) == Peak(
+        2.0, "measured 2025-01-02 on Some CPU")
+    assert lookup_peak("cpu", "float32", cpu_model=None, path=path) is None
+
+
+def test_peaks_file_location_and_damage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DLBENCH_HOME", str(tmp_path))
+    assert peaks_path() == tmp_path / "peaks.json"
+    save_peak({"device": "a", "tflops": {}})
+    save_peak({"device": "b", "tflops": {}})
+    assert sorted(load_peaks()) == ["a", "b"]
+    assert json.loads((tmp_path / "peaks.json").read_text())["version"] == 1
+    (tmp_path / "peaks.json").write_text("{not json")
+    assert load_peaks() == {}  # a damaged cache never fails an experiment
+    monkeypatch.delenv("DLBENCH_HOME")
+    assert peaks_path() == Path.home() / ".cache" / "dlbench" / "peaks.json"
+
+
+def test_matmul_agrees_with_torch_benchmark_timer() -> None:
+    # Both sides time single calls (Timer.timeit(1)) and take medians, in short
+    # alternating rounds: another process's load then hits both alike, and the median
+    # of the rounds' ratios is what is compared.
+    import torch
+    from torch.utils.benchmark import Timer
+
+    n = 256
+    a, b, c = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
+    timer = Timer("torch.matmul(a, b, out=c)", globals={"torch": torch, "a": a, "b": b, "c": c},
+                  num_threads=torch.get_num_threads())
+    ratios = []
+    for _ in range(11):
+        ours = measure_matmul("cpu", "float32", n, seconds=0.04)
+        calls = int(ours["batches"])
+        theirs_s = statistics.median(timer.timeit(1).median for _ in range(calls))
+        ours_s = 2 * n**3 / (ours["tflops"] * 1e12)
+        ratios.append(ours_s / theirs_s)
+    assert statistics.median(ratios) == pytest.approx(1.0, abs=0.04), ratios
+
+
+def test_copy_bandwidth_is_plausible() -> None:
+    result = measure_copy("cpu", 16, seconds=0.1)
+    assert result["best"] >= result["gbps"] > 0.1  # GB/s; any machine copies faster
