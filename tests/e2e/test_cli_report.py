@@ -21,14 +21,15 @@ def _dlbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two models x two batch sizes x two repeats; batch 16 steps take 4 ms, batch 8 2 ms."""
+    """Two models x two batch sizes x two repeats; batch 16 steps take 8 ms, batch 8 2 ms
+    (4x apart, so that a shared machine's noise cannot swap their order)."""
     root = tmp_path_factory.mktemp("report")
     proc = _dlbench(
         "run", "-P", "exp.framework=fake", "-P", "exp.num_warmup_batches=1",
         "-P", "exp.num_batches=3", "-P", "fake.step_ms=2",
         "-V", "exp.model=[resnet18,resnet50]", "-V", "exp.replica_batch=[8,16]",
         "-V", "user.run=[1,2]",
-        "-E", '{"condition": {"exp.replica_batch": 16}, "parameters": {"fake.step_ms": 4}}',
+        "-E", '{"condition": {"exp.replica_batch": 16}, "parameters": {"fake.step_ms": 8}}',
         "--out", "out", cwd=root)
     assert proc.returncode == 0, proc.stderr
     return root / "out"
@@ -44,10 +45,10 @@ def test_exploration_text(dlbench: CliRunner, run_dir: Path) -> None:
     assert lines[start + 1].split() == ["exp.model", "8", "16"]
     rows = [line.split() for line in lines[start + 3: start + 5]]
     # Two runs per cell: mean and ±sd%. A fake step lasts at least its fake.step_ms:
-    # 2 ms at batch 8, 4 ms at batch 16 (upper bounds would depend on the machine).
+    # 2 ms at batch 8, 8 ms at batch 16 (upper bounds would depend on the machine).
     assert [r[0] for r in rows] == ["resnet18", "resnet50"]
     assert all(r[2].startswith("±") and r[4].startswith("±") for r in rows)
-    assert all(2.0 <= float(r[1]) < float(r[3]) and float(r[3]) >= 4.0 for r in rows)
+    assert all(2.0 <= float(r[1]) < float(r[3]) and float(r[3]) >= 8.0 for r in rows)
     assert "Throughput, samples/s = effective batch * 1000 / t" in lines
 
 

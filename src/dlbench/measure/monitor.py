@@ -175,7 +175,7 @@ class ResourceMonitor:
 
     def __init__(
         self, interval: float, pid: int | None = None, nvml: Any = None,
-        rapl_root: Path = RAPL_ROOT, gpus: bool = True,
+        rapl_root: Path | None = None, gpus: bool = True,
     ) -> None:
         self.interval = interval
         self.tree = _ProcessTree(os.getpid() if pid is None else pid)
@@ -185,7 +185,7 @@ class ResourceMonitor:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._rapl_root = rapl_root
+        self._rapl_root = rapl_root or RAPL_ROOT  # read at run time: tests move it
         self._want_gpus, self._nvml = gpus, nvml
         self.gpus: GpuSampler | None = None
         self.rapl: _Rapl | None = None
