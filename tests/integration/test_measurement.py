@@ -38,7 +38,9 @@ def _not_about_the_neighbours(reasons: list[str]) -> list[str]:
     # This machine may be shared: other processes competing for the CPU are a real
     # finding, but not the one these tests are about. For the same reason the known
     # step times are checked on the median: a preempted batch moves the mean.
-    return [r for r in reasons if not r.startswith(("cpu contention", "cv "))]
+    # A preempted first batch or two also reads as warm-up left in the timed batches
+    # (the warm-up verdict has tests of its own, on a real slow warm-up).
+    return [r for r in reasons if not r.startswith(("cpu contention", "cv ", "warm-up visible"))]
 
 
 def test_auto_stops_early_on_a_steady_workload(tmp_path: Path) -> None:
