@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from dlbench.cli import commands_help
+from dlbench.cli.commands_help import framework_devices
+from dlbench.config.catalog import FRAMEWORKS
 from tests.conftest import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +57,7 @@ def test_unsafe_computed_value_is_refused_and_nothing_runs(
         (["-P", "exp.model=resnet5"], "resnet50"),
         (["-P", "user.a=${user.b}", "-P", "user.b=${user.a}"], "user.a"),
         (["-P", "user.a=${user.nope}"], "user.nope"),
-        (["-P", "exp.gpus=0,1"], "replica"),
+        (["-P", "exp.num_nodes=2"], "exp.rendezvous"),
         (["-E", "{not json"], "-E"),
         (["-P", "noequals"], "-P"),
     ],
@@ -99,11 +104,40 @@ def test_help_params_models_frameworks(dlbench: CliRunner) -> None:
     models = dlbench("help", "--models")
     assert "25,557,032" in models.stdout and "resnet50" in models.stdout
     frameworks = dlbench("help", "--frameworks")
-    assert "pytorch" in frameworks.stdout and "yes torch 2." in frameworks.stdout
+    assert frameworks.returncode == 0 and frameworks.stderr == ""
+    header, _rule, *table = frameworks.stdout.splitlines()
+    assert header.split() == ["id", "title", "phases", "installed", "versions", "devices"]
+    rows = {cells[0]: cells for cells in (re.split(r"\s{2,}", line.strip()) for line in table)}
+    assert list(rows) == list(FRAMEWORKS)
+    assert rows["pytorch"][3:] == ["yes", rows["pytorch"][4], "cpu"]
+    assert rows["pytorch"][4].startswith("torch 2.")
+    assert rows["onnxruntime"][2] == "inference" and "onnxruntime 1." in rows["onnxruntime"][4]
+    assert rows["fake"][3:] == ["yes", "(built in)", "cpu (simulated)"]
     fake = dlbench("help", "--frameworks", "fake")
     assert "fake.step_ms" in fake.stdout
     bad = dlbench("help", "--frameworks", "caffe")
-    assert bad.returncode == 2 and "known: pytorch, fake" in bad.stderr
+    assert bad.returncode == 2 and f"known: {', '.join(FRAMEWORKS)}" in bad.stderr
+
+
+def test_framework_devices_reports_failures_briefly() -> None:
+    devices = framework_devices({"fake": "dlbench.backends.fake", "none": "dlbench.errors",
+                                 "broken": "dlbench.backends.no_such_backend"})
+    assert devices == {
+        "fake": "cpu (simulated)",
+        "none": "unknown: its backend has no available_devices()",
+        "broken": "unknown: ModuleNotFoundError: No module named "
+                  "'dlbench.backends.no_such_backend'",
+    }
+    slow = framework_devices({"fake": "dlbench.backends.fake"}, timeout=0.001)
+    assert slow == {"fake": "unknown: no answer within 0.001 s"}
+
+
+def test_framework_not_installed_shows_its_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = dataclasses.replace(FRAMEWORKS["jax"], requires=("jax", "dlbench_no_such_pkg"))
+    monkeypatch.setattr(commands_help, "FRAMEWORKS", {"jax": missing})
+    (row,) = commands_help._framework_rows()
+    assert row["installed"] == "no: pip install dlbench[jax] (dlbench_no_such_pkg missing)"
+    assert row["versions"].startswith("jax ") and row["devices"] == "-"
 
 
 def test_parse_and_query_round_trip(dlbench: CliRunner, tmp_path: Path) -> None:

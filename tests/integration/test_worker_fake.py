@@ -24,7 +24,13 @@ def test_fake_step_of_20_ms_measures_20_ms(tmp_path: Path) -> None:
                       "exp.num_warmup_batches=1", "exp.replica_batch=4")
     record = _run(exp)
     assert record["exp.status"] == "ok"
-    assert record["results.time"] == pytest.approx(20.0, rel=0.02)
+    # The known answer is the typical batch: the median, and the minimum, since
+    # a step never ends early. The mean also carries whatever preemption a busy
+    # host adds (one 40 ms stall moves a 15-batch mean by 2.7 ms), so it is only
+    # bounded from below and loosely from above.
+    assert record["results.time_p50"] == pytest.approx(20.0, rel=0.02)
+    assert 20.0 <= record["results.time_min"] < 20.0 * 1.02
+    assert 20.0 <= record["results.time"] < 20.0 * 1.5
     assert len(record["results.time_data"]) == 15
     assert record["results.throughput"] == pytest.approx(4 * 1000 / record["results.time"])
     assert record["results.num_batches"] == 15

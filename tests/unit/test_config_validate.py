@@ -100,8 +100,8 @@ def test_unknown_model_lists_known_models() -> None:
 
 
 def test_unknown_framework_lists_known_frameworks() -> None:
-    assert error_of(variables=["exp.framework=tensorflow"]) == (
-        "exp.framework='tensorflow' (from -V flag) is not a known framework; known: "
+    assert error_of(variables=["exp.framework=caffe2"]) == (
+        "exp.framework='caffe2' (from -V flag) is not a known framework; known: "
         + ", ".join(FRAMEWORKS)
     )
 
@@ -125,19 +125,49 @@ def test_phase_not_supported_by_the_framework(monkeypatch: pytest.MonkeyPatch) -
     assert "supported: inference" in message
 
 
+def test_replicas_of_a_framework_without_data_parallelism_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    single = dataclasses.replace(FRAMEWORKS["fake"], data_parallel="none")
+    monkeypatch.setitem(FRAMEWORKS, "fake", single)
+    message = error_of(params=["exp.num_local_replicas=2"])
+    assert message.startswith("exp.num_replicas=2 (derived)") or message.startswith(
+        "exp.num_replicas=2")
+    assert "framework fake runs one replica per experiment" in message
+    assert "exp.num_local_replicas=2 (from -P flag)" in message
+
+
 @pytest.mark.parametrize(
-    ("flags", "named"),
+    ("flags", "start", "says"),
     [
-        (["exp.gpus=0,1"], "exp.gpus='0,1' (from -P flag)"),
-        (["exp.num_nodes=2"], "exp.num_nodes=2 (from -P flag)"),
-        (["exp.num_local_replicas=4"], "exp.num_local_replicas=4 (from -P flag)"),
+        (["exp.num_local_replicas=2", "exp.num_batches=auto"], "exp.num_batches='auto'",
+         "same number of batches"),
+        (["exp.num_local_replicas=2", "exp.num_warmup_batches=auto"],
+         "exp.num_warmup_batches='auto'", "same number of batches"),
+        (["exp.num_local_replicas=2", "exp.dist_backend=nccl"], "exp.dist_backend='nccl'",
+         "needs GPUs"),
+        (["exp.num_nodes=2"], "exp.rendezvous=''", "HOST:PORT"),
+        (["exp.num_nodes=2", "exp.rendezvous=nohost"], "exp.rendezvous='nohost'", "HOST:PORT"),
+        (["exp.num_nodes=2", "exp.node_rank=2", "exp.rendezvous=h:1"], "exp.node_rank=2",
+         "from 0 to exp.num_nodes - 1"),
+        (["exp.gpus=0,1", "exp.num_local_replicas=3"], "exp.num_local_replicas=3",
+         "one replica per GPU"),
+        (["exp.num_local_replicas=2", "exp.collective_timeout=0"],
+         "exp.collective_timeout=0", ">= 1"),
     ],
 )
-def test_more_than_one_replica_is_refused(flags: list[str], named: str) -> None:
+def test_replica_checks(flags: list[str], start: str, says: str) -> None:
     message = error_of(params=flags)
-    assert message.startswith("exp.num_replicas=")
-    assert "one replica per experiment" in message and "torchrun" in message
-    assert named in message
+    assert message.startswith(start), message
+    assert says in message
+    assert "(from -P flag)" in message or "(from default)" in message
+
+
+def test_replicas_plan_with_their_derived_sizes() -> None:
+    (experiment,) = plan(params=["exp.num_nodes=2", "exp.num_local_replicas=2",
+                                 "exp.rendezvous=node01:29500", "exp.replica_batch=8"])
+    assert experiment["exp.num_replicas"] == 4
+    assert experiment["exp.effective_batch"] == 32
 
 
 @pytest.mark.parametrize("gpus", ["0;1", "a", "0,", ",0", " 0", "0, 1", "-1"])

@@ -183,17 +183,21 @@ def test_other_target_variable_is_one_table() -> None:
 # ---------------------------------------------------------------- separation
 
 
-def test_frameworks_and_devices_are_never_averaged_together() -> None:
+def test_frameworks_share_a_table_devices_do_not_and_nothing_is_averaged_across() -> None:
     records = [rec(time=100.0), rec(time=300.0, extra={"exp.framework": "jax"}),
                rec(time=500.0, extra={"hw.device_name": "A100"})]
     report = build_table_report(records, "exploration")
     times = [t for t in report.tables if t.title.startswith("Batch time")]
-    assert len(times) == 3
-    groups = [t.group for t in times]
-    assert {"exp.framework": "jax", "hw.device_name": "H100"} in groups
-    assert all("exp.framework=" in t.title and "hw.device_name=" in t.title for t in times)
-    assert sorted(float(t.rows[0][1]) for t in times) == [100.0, 300.0, 500.0]
+    # One table per device; within it the frameworks side by side, a row each.
+    assert len(times) == 2
+    assert [t.group for t in times] == [{"hw.device_name": "H100"}, {"hw.device_name": "A100"}]
+    h100, a100 = times
+    assert h100.columns[:2] == ["exp.model", "exp.framework"]
+    assert sorted((row[1], float(row[2])) for row in h100.rows) == [
+        ("jax", 300.0), ("pytorch", 100.0)]
+    assert [float(row[-1]) for row in a100.rows] == [500.0]
     assert any("hw.device_name: H100 (2), A100 (1)" in w for w in report.warnings)
+    assert "Rows: exp.model, exp.framework," in report.summary[1]
 
 
 def test_identity_parameters_that_differ_join_the_row_key() -> None:

@@ -75,6 +75,11 @@ class Backend(ABC):
         when unknown."""
         return None
 
+    def gather_times(self, times_ms: list[float]) -> list[list[float]]:
+        """Every replica's per-batch times (ms), in rank order, given this replica's;
+        every replica receives all of them. A single process returns ``[times_ms]``."""
+        return [list(times_ms)]
+
     def teardown(self) -> None:  # noqa: B027 - optional hook
         """Release what ``setup`` took. Called even when a step failed."""
 

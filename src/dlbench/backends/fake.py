@@ -8,6 +8,7 @@ worker fails, so that failure handling is tested for real.
 
 from __future__ import annotations
 
+import datetime
 import os
 import random
 import signal
@@ -39,6 +40,14 @@ class FakeBackend(Backend):
         self.warmup_s = float(p["fake.warmup_ms"]) / 1000.0
         self.failure = str(p["fake.failure"])
         self.failure_batch = int(p["fake.failure_batch"])
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        failure_rank = int(p["fake.failure_rank"])
+        if failure_rank >= 0 and failure_rank != self.rank:
+            self.failure = "none"
+        self.group: Any = None
+        if self.world_size > 1:
+            self._join()
         self.random = random.Random(int(p["fake.seed"]))
         self.nan_batch: int | None = None
         size = int(p["fake.memory_mb"]) * 2**20
@@ -47,12 +56,31 @@ class FakeBackend(Backend):
         for offset in range(0, size, 4096):
             self.memory[offset] = 1
 
+    def _join(self) -> None:
+        """Replicas under torchrun meet in a gloo group, as data-parallel PyTorch does,
+        so that steps are synchronised and the harness's gathering is tested for real.
+        Imported here: the fake workload needs no framework otherwise."""
+        import torch.distributed
+
+        timeout = datetime.timedelta(seconds=float(self.params["exp.collective_timeout"]))
+        torch.distributed.init_process_group("gloo", timeout=timeout)
+        self.group = torch.distributed
+
     def step(self, index: int) -> None:
         if self.failure != "none" and index == self.failure_batch:
             self._fail(index)
         extra = self.warmup_s * 0.5**index if self.warmup_s else 0.0
         jitter = self.random.uniform(0.0, self.jitter_s) if self.jitter_s else 0.0
         _wait(self.step_s + extra + jitter)
+        if self.group is not None:
+            self.group.barrier()  # the step ends for everyone when the slowest is done
+
+    def gather_times(self, times_ms: list[float]) -> list[list[float]]:
+        if self.group is None:
+            return [list(times_ms)]
+        gathered: list[Any] = [None] * self.world_size
+        self.group.all_gather_object(gathered, list(times_ms))
+        return [list(map(float, times)) for times in gathered]
 
     def _fail(self, index: int) -> None:
         if self.failure == "exception":
@@ -81,6 +109,13 @@ class FakeBackend(Backend):
 
     def teardown(self) -> None:
         self.memory = bytearray()
+        if self.group is not None and self.group.is_initialized():
+            self.group.destroy_process_group()
 
 
 BACKEND = FakeBackend
+
+
+def available_devices() -> list[str]:
+    """The fake workload runs anywhere: it only waits."""
+    return ["cpu (simulated)"]

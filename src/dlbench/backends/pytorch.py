@@ -12,7 +12,9 @@ float16 training on CUDA uses a gradient scaler as real float16 training does.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import math
+import os
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from dlbench.backends.base import Backend, NonFiniteLoss
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
-from dlbench.models.pytorch.workload import Batch
+from dlbench.models.pytorch.workload import Batch, Workload
 from dlbench.models.pytorch.workloads import make_workload
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -105,7 +107,12 @@ class PyTorchBackend(Backend):
         threads = int(p["pytorch.num_threads"])
         if threads > 0:
             torch.set_num_threads(threads)
-        self.device = self._device(str(p["exp.gpus"]))
+        # Set by torchrun for each replica of a data-parallel run.
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.device = self._device(str(p["exp.gpus"]), local_rank)
+        if self.world_size > 1:
+            self._join_process_group()
         # The same initial weights and synthetic data in every run of the experiment,
         # so that two runs differ only by what is measured.
         torch.manual_seed(int(p["pytorch.seed"]))
@@ -123,6 +130,9 @@ class PyTorchBackend(Backend):
             module = module.to(memory_format=torch.channels_last)
         module.train(self.training)
         self.module: nn.Module = module
+        self.replicated: nn.Module = module
+        if self.world_size > 1:
+            self.replicated = self._data_parallel(module)
 
         self.batches: Iterator[Batch] | None = None
         data_dir = str(p.get("exp.data_dir", ""))
@@ -164,17 +174,18 @@ class PyTorchBackend(Backend):
 
         # Counted on the eager module, before compilation hides its operators.
         self.flops = self._count_flops() if self.workload.runs_model else None
-        self.model: Any = module
+        self.model: Any = self.replicated
         if bool(p["pytorch.compile"]) and self.workload.runs_model:
-            self.model = self.workload.compile(module, str(p["pytorch.compile_mode"]))
+            self.model = self.workload.compile(self.replicated, str(p["pytorch.compile_mode"]))
 
     @staticmethod
-    def _device(gpus: str) -> torch.device:
+    def _device(gpus: str, local_rank: int = 0) -> torch.device:
+        """Replica ``local_rank``'s device: the GPU at that position of ``exp.gpus``."""
         if not gpus:
             return torch.device("cpu")
         if not torch.cuda.is_available():
             raise WorkerError(f"exp.gpus='{gpus}' asks for a GPU but CUDA is not available here")
-        index = int(gpus.split(",")[0])
+        index = int(gpus.split(",")[local_rank])
         if index >= torch.cuda.device_count():
             raise WorkerError(
                 f"exp.gpus='{gpus}': GPU {index} does not exist "
@@ -182,6 +193,40 @@ class PyTorchBackend(Backend):
             )
         torch.cuda.set_device(index)
         return torch.device("cuda", index)
+
+    def _join_process_group(self) -> None:
+        """Meet the other replicas (torchrun's environment says where)."""
+        p = self.params
+        backend = str(p["exp.dist_backend"])
+        if backend == "auto":
+            backend = "nccl" if self.device.type == "cuda" else "gloo"
+        # A replica that waits longer than this in a collective fails with an error
+        # instead of hanging its experiment until exp.timeout.
+        timeout = datetime.timedelta(seconds=float(p["exp.collective_timeout"]))
+        torch.distributed.init_process_group(
+            backend, timeout=timeout,
+            device_id=self.device if self.device.type == "cuda" else None)
+
+    def _data_parallel(self, module: nn.Module) -> nn.Module:
+        """``module`` under DistributedDataParallel: gradients are averaged across the
+        replicas during the backward pass, as real data-parallel training does."""
+        workload = self.workload
+        if type(workload).training_losses is not Workload.training_losses:
+            # Several losses with optimizers taking turns (a GAN) need one DDP wrapper
+            # per sub-network, with the workload's cooperation.
+            raise WorkerError(f"model {self.params['exp.model']} does not run data-parallel: "
+                              f"its training step alternates several optimizers")
+        if not self.training:
+            return module  # inference has no gradients to exchange: replicas run alone
+        device_ids = [self.device.index] if self.device.type == "cuda" else None
+        return nn.parallel.DistributedDataParallel(module, device_ids=device_ids)
+
+    def gather_times(self, times_ms: list[float]) -> list[list[float]]:
+        if self.world_size <= 1:
+            return [list(times_ms)]
+        gathered: list[Any] = [None] * self.world_size
+        torch.distributed.all_gather_object(gathered, list(times_ms))
+        return [list(map(float, times)) for times in gathered]
 
     def _next_batch(self) -> Batch:
         if self.batches is None:
@@ -303,6 +348,8 @@ class PyTorchBackend(Backend):
             close()
         if getattr(self, "device", None) is not None and self.device.type == "cuda":
             torch.cuda.empty_cache()
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
 
 
 BACKEND = PyTorchBackend
@@ -332,3 +379,9 @@ def model_summary(model_id: str) -> tuple[int, float | None]:
             return params, None
     total = counter.get_total_flops()
     return params, float(total) if total else None
+
+
+def available_devices() -> list[str]:
+    """The devices PyTorch sees here: ``cpu``, then ``cuda:N NAME`` for each CUDA GPU."""
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return ["cpu", *(f"cuda:{i} {torch.cuda.get_device_name(i)}" for i in range(count))]

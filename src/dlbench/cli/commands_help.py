@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
+import json
 import re
-from typing import Any
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from typing import IO, Any
 
-from dlbench.config.catalog import FRAMEWORKS, MODELS
+from dlbench.config.catalog import FRAMEWORKS, MODELS, FrameworkInfo
 from dlbench.config.model_sizes import MODEL_SIZES
 from dlbench.config.registry import REGISTRY, Param
 from dlbench.errors import ConfigError
@@ -35,19 +42,109 @@ def _regex(text: str, flag: str) -> str:
     return text
 
 
+#: Seconds a framework may take to import and list its devices (TensorFlow alone
+#: takes several); past it the devices cell says so instead of waiting.
+DEVICE_QUERY_TIMEOUT = 60.0
+
+# Run in a child process per framework: import the backend module, call its
+# available_devices(), print the answer as JSON on a line of its own, marked, since
+# the framework may write to the same file before and after it.
+_ANSWER = "dlbench-devices: "
+_DEVICE_QUERY = """
+import importlib, json, sys
+ANSWER = sys.argv[2]
+try:
+    query = getattr(importlib.import_module(sys.argv[1]), "available_devices", None)
+    answer = ({"devices": [str(d) for d in query()]} if query is not None
+              else {"error": "its backend has no available_devices()"})
+except BaseException as error:
+    lines = str(error).strip().splitlines()
+    answer = {"error": type(error).__name__ + (": " + lines[0] if lines else "")}
+print()
+print(ANSWER + json.dumps(answer), flush=True)
+"""
+
+
+def _devices_cell(
+    process: subprocess.Popen[bytes], output: IO[bytes], deadline: float, timeout: float
+) -> str:
+    """What one device query answered (its stdout and stderr in ``output``): its
+    devices, or briefly why there are none."""
+    try:
+        process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return f"unknown: no answer within {timeout:g} s"
+    output.seek(0)
+    lines = output.read().decode(errors="replace").strip().splitlines()
+    marked = [line[len(_ANSWER):] for line in lines if line.startswith(_ANSWER)]
+    try:
+        answer = json.loads(marked[-1]) if marked else {}
+    except ValueError:  # a framework's own line that happens to start like ours
+        answer = {}
+    if "devices" in answer:
+        return ", ".join(answer["devices"]) or "none"
+    if "error" in answer:
+        return f"unknown: {str(answer['error'])[:120]}"
+    last = (lines or ["no output"])[-1]
+    return f"unknown: exit status {process.returncode} ({last[:100]})"
+
+
+def framework_devices(
+    modules: dict[str, str], timeout: float = DEVICE_QUERY_TIMEOUT
+) -> dict[str, str]:
+    """The devices each backend module (``{framework id: module path}``) sees, as one
+    line of text per framework, from its ``available_devices()``.
+
+    Each query runs in a child process of its own, all at once: importing the
+    frameworks takes seconds each (TensorFlow about seven), so in parallel the whole
+    listing takes about as long as the slowest one; a framework that crashes, hangs
+    or fails to import cannot take the command (or another framework's import)
+    down with it; and a failure shows as a short reason, never a traceback.
+    """
+    with contextlib.ExitStack() as stack:
+        started = {}
+        for framework, module in modules.items():
+            # A file, not a pipe: a child that writes more than a pipe holds while
+            # another child is being waited for would otherwise block.
+            output = stack.enter_context(tempfile.TemporaryFile())
+            started[framework] = (subprocess.Popen(
+                [sys.executable, "-c", _DEVICE_QUERY, module, _ANSWER], stdin=subprocess.DEVNULL,
+                stdout=output, stderr=subprocess.STDOUT), output)
+        deadline = time.monotonic() + timeout
+        return {framework: _devices_cell(process, output, deadline, timeout)
+                for framework, (process, output) in started.items()}
+
+
+def _versions(info: FrameworkInfo, distributions: Mapping[str, list[str]]) -> str:
+    """``name version`` of each required package that is installed. ``distributions``
+    maps import names to the distributions that provide them: onnxruntime may come
+    from onnxruntime-gpu."""
+    parts = []
+    for name in info.requires:
+        for dist in distributions.get(name, [name]):
+            try:
+                version = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            parts.append(f"{name} {version}" + (f" ({dist})" if dist != name else ""))
+            break
+    return ", ".join(parts) if info.requires else "(built in)"
+
+
 def _framework_rows() -> list[dict[str, Any]]:
+    missing = {info.id: info.missing_requirements() for info in FRAMEWORKS.values()}
+    distributions = importlib.metadata.packages_distributions()
+    devices = framework_devices(
+        {info.id: info.module for info in FRAMEWORKS.values() if not missing[info.id]})
     rows = []
     for info in FRAMEWORKS.values():
-        missing = info.missing_requirements()
-        if missing:
-            installed = f"no: {info.install_hint}"
-        elif info.requires:
-            installed = "yes " + ", ".join(
-                f"{name} {importlib.metadata.version(name)}" for name in info.requires)
-        else:
-            installed = "yes (built in)"
+        installed = (f"no: {info.install_hint} ({', '.join(missing[info.id])} missing)"
+                     if missing[info.id] else "yes")
         rows.append({"id": info.id, "title": info.title, "phases": ", ".join(info.phases),
-                     "installed": installed})
+                     "installed": installed, "versions": _versions(info, distributions) or "-",
+                     "devices": devices.get(info.id, "-")})
     return rows
 
 
@@ -81,7 +178,8 @@ def show_help(args: argparse.Namespace) -> int:
             lines += [f"{info.id}: {info.title}. {info.description}", ""]
             lines += _param_lines(REGISTRY.namespace(info.id)) or ["(no parameters of its own)"]
         else:
-            lines += format_table(_framework_rows(), ["id", "title", "phases", "installed"])
+            lines += format_table(_framework_rows(), ["id", "title", "phases", "installed",
+                                                      "versions", "devices"])
     if args.models:
         lines += format_table(
             _model_rows(),
@@ -97,7 +195,7 @@ def show_help(args: argparse.Namespace) -> int:
         lines = [
             "dlbench help --params REGEX     parameters whose name matches REGEX",
             "dlbench help --text REGEX       parameters whose description matches REGEX",
-            "dlbench help --frameworks       the frameworks and whether they are installed",
+            "dlbench help --frameworks       the frameworks: installed, versions, devices",
             "dlbench help --frameworks NAME  one framework's parameters",
             "dlbench help --models           the model zoo",
             "dlbench help --suites           the named suites (dlbench run --suite NAME)",

@@ -10,6 +10,8 @@ from typing import Any
 
 from dlbench.config import load_spec, plan_experiments
 from dlbench.config.registry import varying_parameters
+from dlbench.config.spec import Sourced
+from dlbench.errors import ConfigError
 from dlbench.launch.runner import Runner
 from dlbench.results.table import format_table
 from dlbench.suites import suite_path
@@ -34,6 +36,12 @@ def _planned(args: argparse.Namespace) -> list[dict[str, Any]]:
         overrides["exp.out_dir"] = (str(Path(args.out).resolve()), "--out flag")
     configs = [*(suite_path(name) for name in args.suite), *args.config]
     spec = load_spec(configs, args.params, args.variables, args.extensions, overrides)
+    if getattr(args, "launcher", "local") == "slurm" and not (
+            "exp.rendezvous" in spec.parameters or "exp.rendezvous" in spec.variables):
+        # The nodes of a Slurm job meet on its first node, known once the job starts.
+        from dlbench.launch.slurm import AUTO_RENDEZVOUS
+
+        spec.parameters["exp.rendezvous"] = Sourced(AUTO_RENDEZVOUS, "--launcher slurm")
     experiments = plan_experiments(spec)
     if args.out is None:
         # The default run directory is relative: pin it (and the logs under it) to where
@@ -63,13 +71,38 @@ def plan(args: argparse.Namespace) -> int:
     return 0
 
 
+_SLURM_FLAGS = {"--slurm-partition": "slurm_partition", "--slurm-gres": "slurm_gres",
+                "--slurm-time": "slurm_time", "--slurm-array-parallelism":
+                "slurm_array_parallelism", "--slurm-account": "slurm_account",
+                "--slurm-option": "slurm_option"}
+
+
+def _report(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _runner(args: argparse.Namespace) -> Runner:
+    """The runner of ``--launcher``, its flags checked."""
+    if args.launcher == "slurm":
+        from dlbench.launch.slurm import SlurmRunner, slurm_options
+
+        options = slurm_options(args.slurm_partition, args.slurm_gres, args.slurm_time,
+                                args.slurm_array_parallelism, args.slurm_account,
+                                args.slurm_option)
+        return SlurmRunner(options, report=_report)
+    for flag, name in _SLURM_FLAGS.items():
+        if getattr(args, name):
+            raise ConfigError(f"{flag} needs --launcher slurm (the launcher is {args.launcher})")
+    return Runner(report=_report)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, then print the results table and where the files are.
 
     Exit status: 0 when every experiment is ok, 1 when one is not, 130 after Ctrl-C.
     """
+    runner = _runner(args)
     experiments = _planned(args)
-    runner = Runner(report=lambda line: print(line, file=sys.stderr, flush=True))
     try:
         result = runner.run(experiments)
     finally:

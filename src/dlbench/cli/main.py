@@ -50,6 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Run each experiment of the sweep in a fresh worker "
                                      "process and print the results table.")
     _add_spec_arguments(run)
+    launch = run.add_argument_group("where the workers run (docs/slurm.md)")
+    launch.add_argument("--launcher", choices=("local", "slurm"), default="local",
+                        help="local: one worker after another on this machine (default); "
+                             "slurm: Slurm jobs through submitit (pip install dlbench[slurm])")
+    launch.add_argument("--slurm-partition", metavar="P", help="partition of the jobs")
+    launch.add_argument("--slurm-gres", metavar="G", help="generic resources per node, e.g. gpu:1")
+    launch.add_argument("--slurm-time", metavar="TIME",
+                        help="time limit of a job, MINUTES or HH:MM:SS (default: the longest "
+                             "exp.timeout x exp.repeat plus 5 minutes)")
+    launch.add_argument("--slurm-array-parallelism", metavar="K",
+                        help="at most K experiments of the job array at once")
+    launch.add_argument("--slurm-account", metavar="A", help="account charged for the jobs")
+    launch.add_argument("--slurm-option", action="append", default=[], metavar="NAME[=VALUE]",
+                        help="any other sbatch option, e.g. cpus-per-task=8 or exclusive")
     run.set_defaults(handler=commands_run.run)
 
     plan = sub.add_parser("plan", allow_abbrev=False, help="print the experiments a sweep "

@@ -27,6 +27,12 @@ class FrameworkInfo:
     install_hint: str  # what to run when a requirement is missing
     phases: tuple[str, ...] = ("training", "inference")
     description: str = ""
+    # Models this framework defines; None: every model of the catalog.
+    models: tuple[str, ...] | None = None
+    # How several replicas (exp.num_replicas > 1) run: "torchrun" starts one worker
+    # process per replica; "in_process" lets one worker drive every local device (JAX's
+    # sharding, TensorFlow's MirroredStrategy); "none" refuses more than one replica.
+    data_parallel: str = "none"
 
     def missing_requirements(self) -> list[str]:
         """Names of required packages that cannot be imported here (checked without importing)."""
@@ -42,7 +48,50 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             module="dlbench.backends.pytorch",
             requires=("torch",),
             install_hint="pip install torch",
+            data_parallel="torchrun",
             description="PyTorch eager (optionally torch.compile) on CPU or CUDA.",
+        ),
+        FrameworkInfo(
+            id="jax",
+            title="JAX (Flax, Optax)",
+            module="dlbench.backends.jax_backend",
+            requires=("jax", "flax", "optax"),
+            install_hint="pip install dlbench[jax]",
+            description="JAX with Flax models and Optax optimizers; jit-compiled steps.",
+            models=("toy", "deep_mnist", "alexnet_owt", "vgg16", "resnet18", "resnet50",
+                    "bert_base", "gpt2_small"),
+            data_parallel="in_process",
+        ),
+        FrameworkInfo(
+            id="onnxruntime",
+            title="ONNX Runtime",
+            module="dlbench.backends.onnxruntime_backend",
+            requires=("onnxruntime", "onnx", "onnxscript", "torch"),
+            install_hint="pip install dlbench[onnxruntime]",
+            phases=("inference",),
+            description="ONNX Runtime on the model exported from its PyTorch definition.",
+            # Each exported and run, its outputs compared with PyTorch's
+            # (docs/onnxruntime.md); the export is the PyTorch model's, so any other
+            # model that exports runs too, once checked and added here.
+            models=(
+                "toy", "deep_mnist", "alexnet", "resnet18", "resnet34", "resnet50",
+                "resnet101", "resnet152", "alexnet_owt", "overfeat", "googlenet",
+                "inception3", "inception4", "vgg11", "vgg13", "vgg16", "vgg19", "resnet200",
+                "resnet269", "mobilenet_v2", "vit_b16", "acoustic_model", "bert_base",
+                "gpt2_small", "wlm", "translator", "dcgan", "vae", "ncf", "espcn",
+                "fast_style", "ssd_lite", "toy_reg", "toy_lstm", "cart",
+            ),
+        ),
+        FrameworkInfo(
+            id="tensorflow",
+            title="TensorFlow (Keras 3)",
+            module="dlbench.backends.tensorflow_backend",
+            requires=("tensorflow", "keras"),
+            install_hint="pip install dlbench[tensorflow]",
+            description="TensorFlow with Keras 3 models; tf.function-compiled steps.",
+            models=("toy", "deep_mnist", "alexnet_owt", "vgg16", "resnet18", "resnet50",
+                    "bert_base", "gpt2_small"),
+            data_parallel="in_process",
         ),
         FrameworkInfo(
             id="fake",
@@ -50,6 +99,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             module="dlbench.backends.fake",
             requires=(),
             install_hint="",
+            data_parallel="torchrun",
             description=(
                 "A known-answer workload: each step takes fake.step_ms (plus jitter), "
                 "timed through the same loop as real frameworks. For tests and for "

@@ -13,6 +13,7 @@ in ``exp.id``: where the log goes or how often to retry does not change the numb
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -127,8 +128,9 @@ _EXP = [
           "`cpu` or `gpu`; derived from exp.gpus.", choices=("cpu", "gpu")),
     Param("exp.num_nodes", "int", 1, "Number of nodes."),
     Param("exp.num_local_replicas", "int",
-          "$(len(${exp.gpus}.split(',')) if ${exp.gpus} else 1)$",
-          "Data-parallel replicas per node: the GPUs in exp.gpus, or worker processes on CPU."),
+          "$(len(${exp.gpus}.split(',')) if ${exp.gpus} and ${exp.parallel_jobs} == 1 else 1)$",
+          "Data-parallel replicas per node: the GPUs in exp.gpus (one with exp.parallel_jobs "
+          "> 1, whose copies take one GPU each), or worker processes on CPU."),
     Param("exp.num_replicas", "int", "$(${exp.num_local_replicas} * ${exp.num_nodes})$",
           "All replicas: local replicas times nodes. The scaling axis of reports."),
     Param("exp.replica_batch", "int", 16, "Per-replica batch size (samples per step per replica)."),
@@ -221,6 +223,8 @@ _PYTORCH = [
     Param("pytorch.optimizer", "str", "sgd",
           "Optimizer of the training phase: `sgd` (momentum 0.9) or `adam`.",
           choices=("sgd", "adam")),
+    Param("pytorch.docker_image", "str", "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+          "Container image of the worker with exp.docker=true when exp.docker_image is empty."),
 ]
 
 _FAKE = [
@@ -239,20 +243,208 @@ _FAKE = [
           choices=("none", "exception", "exit", "signal", "hang", "nan")),
     Param("fake.failure_batch", "int", 0,
           "Batch (counted from 0 across warm-up and timed batches) at which fake.failure happens."),
+    Param("fake.failure_rank", "int", -1,
+          "In a data-parallel run, the replica (rank) where fake.failure happens; -1: all."),
     Param("fake.seed", "int", 0, "Seed of the jitter's random numbers."),
     Param("fake.flops_per_sample", "float", 0.0,
           "Floating-point operations the fake workload claims per sample (0: unknown), so "
           "that results.tflops and results.mfu have known answers."),
 ]
 
+# Data-parallel runs through torchrun, several nodes.
+_DISTRIBUTED = [
+    Param("exp.rendezvous", "str", "",
+          "HOST:PORT where the nodes of a multi-node run meet (torchrun's rendezvous "
+          "endpoint, on the first node). Empty on one node, where torchrun picks a free port.",
+          identity=False),
+    Param("exp.rendezvous_backend", "str", "c10d",
+          "torchrun's rendezvous: `c10d` (torchrun assigns node ranks itself) or `static` "
+          "(each node takes exp.node_rank).", choices=("c10d", "static"), identity=False),
+    Param("exp.node_rank", "int", 0,
+          "This node's number, 0 to exp.num_nodes - 1: which node's view the record is, and "
+          "the node's rank with exp.rendezvous_backend=static.", identity=False),
+    Param("exp.dist_backend", "str", "auto",
+          "Collective communication of data-parallel replicas: `nccl` across GPUs, `gloo` "
+          "across CPU processes; `auto` picks by exp.device_type.",
+          choices=("auto", "gloo", "nccl")),
+    Param("exp.collective_timeout", "float", 300.0,
+          "Seconds a replica waits in a collective (gradient all-reduce, rendezvous) before "
+          "it fails, so a lost replica fails its experiment instead of hanging it.",
+          identity=False),
+]
+
+# N users per node: copies of an experiment run at once, each on its own share.
+_PARTITION = [
+    Param("exp.parallel_jobs", "int", 1,
+          "Copies of a one-replica experiment run at the same time on this node, as N users "
+          "sharing it: copy k gets the k-th GPU of exp.gpus (none on the CPU), its own "
+          "contiguous set of this node's cores and its share of memory. results.throughput "
+          "is then the node's: the sum of the copies' throughputs (results.copy_throughput "
+          "lists each). `gpus`: one copy per GPU in exp.gpus.", special=("gpus",)),
+    Param("exp.parallel_memory_mb", "int", 0,
+          "With exp.parallel_jobs > 1, the memory each copy may use, MiB; 0: this node's "
+          "memory divided by the number of copies."),
+    Param("exp.copy", "int", 0,
+          "Which copy of exp.parallel_jobs this process is, 1 to N (0: not a copy); written "
+          "by dlbench into each copy's experiment file.", identity=False, settable=False),
+    Param("exp.copy_cpus", "str", "",
+          "The cores a copy was given (`0-3,8`); written by dlbench into each copy's "
+          "experiment file.", identity=False, settable=False),
+    Param("exp.copy_memory_mb", "int", 0,
+          "The memory a copy was given, MiB; written by dlbench into each copy's experiment "
+          "file.", identity=False, settable=False),
+    Param("exp.copy_limits", "str", "",
+          "What held a copy to its cores and memory: a cgroup v2, CPU affinity and "
+          "RLIMIT_DATA (and why not a cgroup), or the container engine; written by dlbench "
+          "into each copy's experiment file, so it is the first thing in the copy's log.",
+          identity=False, settable=False),
+]
+
+# Running the worker inside a container.
+
+#: The commands each exp.container_engine may be found as on PATH, preferred first.
+CONTAINER_ENGINE_COMMANDS = {
+    "docker": ("docker",),
+    "podman": ("podman",),
+    "apptainer": ("apptainer", "singularity"),
+}
+
+
+def container_image(experiment: Mapping[str, Any]) -> str:
+    """The image of an experiment with exp.docker=true: exp.docker_image, else the
+    framework's own ``<framework>.docker_image``; empty when neither is set."""
+    image = str(experiment.get("exp.docker_image") or "")
+    framework = str(experiment.get("exp.framework", ""))
+    return image or str(experiment.get(f"{framework}.docker_image") or "")
+
+
+def parse_container_mount(text: str) -> tuple[str, str, bool]:
+    """An item of exp.container_mounts, ``HOST[:CONTAINER[:ro|rw]]``, as (host,
+    container, read_only); ValueError when it is none of these. A relative HOST is
+    taken from the current directory; CONTAINER defaults to HOST.
+
+    >>> parse_container_mount("/data:/mnt/data:ro")
+    ('/data', '/mnt/data', True)
+    """
+    parts = text.split(":")
+    if not 1 <= len(parts) <= 3 or not parts[0] or (
+            len(parts) == 3 and parts[2] not in ("ro", "rw")):
+        raise ValueError(f"{text!r} is not HOST[:CONTAINER[:ro]]")
+    host = os.path.abspath(parts[0])
+    inside = parts[1] if len(parts) > 1 and parts[1] else host
+    if not inside.startswith("/"):
+        raise ValueError(f"{text!r}: the folder inside the container must be absolute")
+    return host, inside, len(parts) == 3 and parts[2] == "ro"
+
+
+_CONTAINER = [
+    # The image and the engine define the measurement: the image holds the framework
+    # build and its libraries; the engine decides the namespaces, the seccomp filter
+    # (a cost on every system call under docker and podman, none under apptainer) and
+    # the size of /dev/shm.
+    Param("exp.docker", "bool", False,
+          "Run the worker inside a container (exp.container_engine) of exp.docker_image."),
+    Param("exp.docker_image", "str", "",
+          "Container image of the worker; empty: the framework's own <framework>.docker_image "
+          "(e.g. pytorch.docker_image). It needs the framework, psutil and PyYAML."),
+    Param("exp.container_engine", "str", "docker",
+          "What runs the container: `docker`, `podman` or `apptainer` (also found as "
+          "`singularity`).", choices=("docker", "podman", "apptainer")),
+    Param("exp.container_python", "str", "python",
+          "The Python interpreter inside the image that runs the worker.", identity=False),
+    Param("exp.container_mount_dlbench", "bool", True,
+          "Mount this dlbench's own package into the container (read-only, on PYTHONPATH), "
+          "so the worker is the same version as the runner and the image needs no dlbench.",
+          identity=False),
+    Param("exp.container_mounts", "list", [],
+          "More folders to mount, each `HOST[:CONTAINER[:ro]]` (CONTAINER defaults to HOST). "
+          "The run directory, the experiment files and exp.data_dir are always mounted.",
+          identity=False),
+    Param("exp.container_options", "list", [],
+          "More options for the engine's run/exec command, one list item per argument "
+          "(e.g. [\"--shm-size=8g\"])."),
+]
+
+_JAX: list[Param] = [
+    Param("jax.optimizer", "str", "sgd",
+          "Optimizer of the training phase (Optax): `sgd` (momentum 0.9) or `adam`.",
+          choices=("sgd", "adam")),
+    Param("jax.seed", "int", 0,
+          "Seed of the initial weights, the synthetic data and the dropout masks."),
+    Param("jax.prng_impl", "str", "threefry2x32",
+          "JAX's random number generator, which makes dropout's masks in every training "
+          "step: `threefry2x32` (JAX's default), or the cheaper `rbg`/`unsafe_rbg`.",
+          choices=("threefry2x32", "rbg", "unsafe_rbg")),
+    Param("jax.preallocate", "bool", True,
+          "Let JAX reserve most of a GPU's memory when it starts (its default); false sets "
+          "XLA_PYTHON_CLIENT_PREALLOCATE=false, so memory use grows as needed, as PyTorch's "
+          "does. No effect on CPU."),
+]
+
+#: Execution providers the onnxruntime backend knows how to place (CPU first, then
+#: the two that run on an NVIDIA GPU); `dlbench plan` refuses other names.
+ONNXRUNTIME_PROVIDERS = ("CPUExecutionProvider", "CUDAExecutionProvider",
+                         "TensorrtExecutionProvider")
+
+_ONNXRUNTIME = [
+    Param("onnxruntime.providers", "str", "auto",
+          "Execution providers in priority order, comma-separated (" +
+          ", ".join(ONNXRUNTIME_PROVIDERS) + "); the first one says where the model runs and "
+          "must match exp.gpus. `auto`: CPUExecutionProvider, or CUDAExecutionProvider on the "
+          "GPU of exp.gpus."),
+    Param("onnxruntime.intra_op_threads", "int", 0,
+          "Threads that parallelise one operator (SessionOptions.intra_op_num_threads); 0 "
+          "keeps ONNX Runtime's default."),
+    Param("onnxruntime.inter_op_threads", "int", 0,
+          "Threads that run independent operators at once (inter_op_num_threads); used with "
+          "onnxruntime.execution_mode=parallel only; 0 keeps the default."),
+    Param("onnxruntime.execution_mode", "str", "sequential",
+          "Run the graph's operators one after another, or independent ones in parallel.",
+          choices=("sequential", "parallel")),
+    Param("onnxruntime.graph_optimization", "str", "all",
+          "Graph optimization level of the session: `disable`, `basic` (constant folding, "
+          "redundant nodes), `extended` (fusions) or `all` (with layout changes).",
+          choices=("disable", "basic", "extended", "all")),
+    Param("onnxruntime.seed", "int", 0,
+          "Seed of the exported weights (the same weights as pytorch.seed gives the PyTorch "
+          "model) and of the synthetic inputs."),
+    Param("onnxruntime.export_cache", "bool", True,
+          "Reuse the model exported earlier for the same model, input shape, dtype, seed and "
+          "versions (in $DLBENCH_HOME/onnx, else ~/.cache/dlbench/onnx); false: export again.",
+          identity=False),
+]
+
+_TENSORFLOW = [
+    Param("tensorflow.optimizer", "str", "sgd",
+          "Optimizer of the training phase: `sgd` (momentum 0.9) or `adam`, with PyTorch's "
+          "learning rates.", choices=("sgd", "adam")),
+    Param("tensorflow.xla", "bool", False,
+          "Compile the step with XLA (tf.function(jit_compile=True)); compilation happens "
+          "at set-up and is reported as results.compile_time."),
+    Param("tensorflow.num_threads", "int", 0,
+          "Intra-op CPU threads (tf.config.threading); 0 keeps TensorFlow's default."),
+    Param("tensorflow.inter_op_threads", "int", 0,
+          "Inter-op CPU threads: independent operations run at once; 0 keeps TensorFlow's "
+          "default."),
+    Param("tensorflow.memory_growth", "bool", False,
+          "Let TensorFlow take GPU memory as it needs it instead of reserving nearly all of "
+          "it at start-up (GPU only), so that the monitor's memory use is the model's."),
+    Param("tensorflow.seed", "int", 0,
+          "Seed of the initial weights and of the synthetic data (keras.utils.set_random_seed)."),
+]
+
 #: The registry every part of dlbench uses.
-REGISTRY = Registry([*_EXP, *_MONITOR, *_PYTORCH, *_FAKE])
+REGISTRY = Registry([
+    *_EXP, *_DISTRIBUTED, *_PARTITION, *_CONTAINER, *_MONITOR,
+    *_PYTORCH, *_JAX, *_ONNXRUNTIME, *_TENSORFLOW, *_FAKE,
+])
 
 
 def _is_label(name: str) -> bool:
-    """A user's own value, or a parameter that defines the measurement and is not
-    derived from others (``exp.effective_batch`` moves with ``exp.replica_batch``)."""
-    if is_user_param(name):
+    """A user's own value, the number of replicas (what scaling studies vary), or a
+    parameter that defines the measurement and is not derived from others
+    (``exp.effective_batch`` moves with ``exp.replica_batch``)."""
+    if is_user_param(name) or name == "exp.num_replicas":  # the scaling axis
         return True
     param = REGISTRY.get(name)
     return param is not None and param.identity and not param.derived
@@ -260,10 +452,19 @@ def _is_label(name: str) -> bool:
 
 def varying_parameters(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
     """The parameters that tell a sweep's experiments apart: those that define the
-    measurement or are the user's own, are not derived, and whose value is not the
-    same in every experiment. In the order of the first experiment."""
-    names = [name for name in experiments[0] if _is_label(name)] if experiments else []
+    measurement or are the user's own, are not derived, and take more than one value
+    among the experiments that have them (a framework's own parameters are absent from
+    another framework's experiments, which ``exp.framework`` already tells apart).
+    In the order they first appear.
+
+    >>> varying_parameters([{"exp.framework": "pytorch", "pytorch.seed": 0},
+    ...                     {"exp.framework": "fake", "fake.step_ms": 5}])
+    ['exp.framework']
+    """
+    names: dict[str, None] = {}
+    for experiment in experiments:
+        names.update((name, None) for name in experiment if _is_label(name))
     return [
         name for name in names
-        if len({json.dumps(e.get(name), sort_keys=True) for e in experiments}) > 1
+        if len({json.dumps(e[name], sort_keys=True) for e in experiments if name in e}) > 1
     ]

@@ -9,19 +9,29 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dlbench.config.catalog import FRAMEWORKS, MODELS
+from dlbench.config.catalog import FRAMEWORKS, MODELS, FrameworkInfo
 from dlbench.config.expand import RawExperiment, expand
 from dlbench.config.modelinfo import IMAGE_SUFFIXES, ModelInfo
-from dlbench.config.registry import REGISTRY, is_user_param
+from dlbench.config.registry import (
+    CONTAINER_ENGINE_COMMANDS,
+    ONNXRUNTIME_PROVIDERS,
+    REGISTRY,
+    container_image,
+    is_user_param,
+    parse_container_mount,
+)
 from dlbench.config.resolve import EXP_ID, Resolver, own_parameters
 from dlbench.config.spec import Source, SweepSpec, describe
 from dlbench.errors import ConfigError
 
 _GPUS = re.compile(r"^$|^\d+(,\d+)*$")
+#: A rendezvous endpoint: host name or address, a colon, a port.
+_ENDPOINT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d+$")
 
 #: Smallest accepted value of numeric parameters.
 _MINIMUM = {
@@ -31,6 +41,7 @@ _MINIMUM = {
     "exp.timeout": 0,
     "exp.num_nodes": 1,
     "exp.num_local_replicas": 1,
+    "exp.collective_timeout": 1,
     "exp.image_size": 0,
     "exp.seq_len": 0,
     "exp.data_workers": 0,
@@ -128,22 +139,51 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
 
     framework = FRAMEWORKS[values["exp.framework"]]
     missing = framework.missing_requirements()
-    if missing:
+    if missing and not values["exp.docker"]:  # in a container, the image has it
         hint = framework.install_hint or f"pip install {' '.join(missing)}"
         raise ConfigError(
             f"exp.framework={framework.id} needs `{hint}`: {', '.join(missing)} not installed "
             f"(exp.framework from {raw['exp.framework'].source})"
         )
     if values["exp.phase"] not in framework.phases:
+        single = len(framework.phases) == 1
+        only = f" ({framework.title} is {framework.phases[0]} only)" if single else ""
         raise ConfigError(
-            f"{shown('exp.phase')} is not supported by framework {framework.id}; "
+            f"{shown('exp.phase')} is not supported by framework {framework.id}{only}; "
             f"supported: {', '.join(framework.phases)}"
+        )
+    if framework.models is not None and values["exp.model"] not in framework.models:
+        defined = ", ".join(framework.models) or "none yet"
+        raise ConfigError(
+            f"{shown('exp.model')} is not defined for framework {framework.id}; "
+            f"defined: {defined}"
         )
     if not _GPUS.match(values["exp.gpus"]):
         raise ConfigError(
             f"{shown('exp.gpus')} is not a GPU list: use '' for the CPU, '0' for GPU 0, "
             f"'0,1' for GPUs 0 and 1"
         )
+    if framework.id == "onnxruntime":  # what its backend can run: docs/onnxruntime.md
+        if values["exp.dtype"] == "bfloat16":
+            raise ConfigError(f"{shown('exp.dtype')}: framework onnxruntime runs float32 or "
+                              f"float16; ONNX Runtime's CPU provider has no bfloat16 kernels")
+        if values["exp.data_dir"]:
+            raise ConfigError(f"{shown('exp.data_dir')}: framework onnxruntime runs on "
+                              f"synthetic data only; leave exp.data_dir empty")
+        providers = [name.strip() for name in str(values["onnxruntime.providers"]).split(",")]
+        known = ", ".join(ONNXRUNTIME_PROVIDERS)
+        for name in providers if providers != ["auto"] else []:
+            if name not in ONNXRUNTIME_PROVIDERS:
+                raise ConfigError(f"{shown('onnxruntime.providers')}: unknown provider {name!r}; "
+                                  f"use auto or a comma-separated list of {known}")
+        if providers != ["auto"] and (providers[0] != ONNXRUNTIME_PROVIDERS[0]) != bool(
+                values["exp.gpus"]):
+            raise ConfigError(f"{shown('onnxruntime.providers')} does not fit "
+                              f"{shown('exp.gpus')}: the first provider runs the model, on the "
+                              f"CPU for CPUExecutionProvider, else on the GPU of exp.gpus")
+        for name in ("onnxruntime.intra_op_threads", "onnxruntime.inter_op_threads"):
+            if values[name] < 0:
+                raise ConfigError(f"{shown(name)} must be >= 0 (0: ONNX Runtime's default)")
     for name, minimum in _MINIMUM.items():
         if not isinstance(values[name], str) and values[name] < minimum:
             raise ConfigError(f"{shown(name)} must be >= {minimum}")
@@ -155,14 +195,125 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
             f"{shown('exp.image_size')} is too small for {model.id}: use 0 (its own "
             f"{model.input_shape[-1]} px) or at least {smallest}"
         )
+    _check_parallel_jobs(values, raw)
+    _check_container(values, raw)
+    _check_replicas(values, raw, framework)
+
+
+def _check_parallel_jobs(values: Mapping[str, Any], raw: RawExperiment) -> None:
+    """exp.parallel_jobs: copies of one replica each, a GPU each when there are GPUs,
+    at least a core each."""
+
+    def shown(name: str) -> str:
+        return describe(name, values[name], raw[name].source)
+
+    jobs = values["exp.parallel_jobs"]
+    gpus = [g for g in str(values["exp.gpus"]).split(",") if g]
+    if jobs == "gpus":
+        if not gpus:
+            raise ConfigError(f"{shown('exp.parallel_jobs')} runs one copy per GPU of "
+                              f"exp.gpus, and {shown('exp.gpus')} names none; give a number")
+        jobs = len(gpus)
+    if jobs < 1:
+        raise ConfigError(f"{shown('exp.parallel_jobs')} must be >= 1, or 'gpus'")
+    if values["exp.parallel_memory_mb"] < 0:
+        raise ConfigError(f"{shown('exp.parallel_memory_mb')} must be >= 0 (0: this node's "
+                          f"memory divided by exp.parallel_jobs)")
+    if jobs == 1:
+        return
     if values["exp.num_replicas"] > 1:
-        inputs = "; ".join(shown(name) for name in
-                           ("exp.gpus", "exp.num_local_replicas", "exp.num_nodes"))
-        raise ConfigError(
-            f"{shown('exp.num_replicas')}: this version runs one replica per experiment "
-            f"(data-parallel runs with torchrun are not available yet); use one GPU in "
-            f"exp.gpus and exp.num_nodes=1 ({inputs})"
-        )
+        inputs = "; ".join(shown(name) for name in ("exp.num_local_replicas", "exp.num_nodes"))
+        raise ConfigError(f"{shown('exp.parallel_jobs')} runs copies of one replica each, and "
+                          f"{shown('exp.num_replicas')} asks for a data-parallel run ({inputs}); "
+                          f"use one or the other")
+    if gpus and len(gpus) < jobs:
+        raise ConfigError(f"{shown('exp.parallel_jobs')} needs a GPU per copy, and "
+                          f"{shown('exp.gpus')} names {len(gpus)}")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    if jobs > cores:
+        raise ConfigError(f"{shown('exp.parallel_jobs')}: {jobs} copies need a core each, and "
+                          f"this node has {cores} usable cores")
+
+
+def _check_container(values: Mapping[str, Any], raw: RawExperiment) -> None:
+    """exp.docker: an engine on PATH, an image, mounts and options that parse."""
+
+    def shown(name: str) -> str:
+        return describe(name, values[name], raw[name].source)
+
+    if not values["exp.docker"]:
+        return
+
+    def on_path(engine: str) -> bool:
+        return any(shutil.which(command) for command in CONTAINER_ENGINE_COMMANDS[engine])
+
+    engine = values["exp.container_engine"]
+    if not on_path(engine):
+        found = [name for name in CONTAINER_ENGINE_COMMANDS if on_path(name)]
+        which = "it" if len(found) == 1 else "one of them"
+        what = (f"found {', '.join(found)}: set exp.container_engine to {which}" if found else
+                f"found none of {', '.join(CONTAINER_ENGINE_COMMANDS)}")
+        raise ConfigError(f"exp.docker=true needs {engine} on PATH "
+                          f"({shown('exp.container_engine')}); {what}")
+    if not container_image(values):
+        own = f"{values['exp.framework']}.docker_image"
+        why = (f"{own} is empty" if own in values else
+               f"framework {values['exp.framework']} has no {own}")
+        raise ConfigError(f"exp.docker=true (from {raw['exp.docker'].source}) needs an image: "
+                          f"set exp.docker_image ({why})")
+    for item in values["exp.container_mounts"]:
+        try:
+            parse_container_mount(item if isinstance(item, str) else "")
+        except ValueError as error:
+            raise ConfigError(f"{shown('exp.container_mounts')}: {error}") from None
+    if not all(isinstance(item, str) for item in values["exp.container_options"]):
+        raise ConfigError(f"{shown('exp.container_options')} must be a list of strings, one "
+                          f"per argument, e.g. ['--shm-size=8g']")
+
+
+def _check_replicas(
+    values: Mapping[str, Any], raw: RawExperiment, framework: FrameworkInfo
+) -> None:
+    """Several replicas: a framework that runs them, a batch count every replica
+    agrees on, a communication backend that fits the device, nodes that can meet."""
+
+    def shown(name: str) -> str:
+        return describe(name, values[name], raw[name].source)
+
+    nodes, node_rank = values["exp.num_nodes"], values["exp.node_rank"]
+    if not 0 <= node_rank < nodes:
+        raise ConfigError(f"{shown('exp.node_rank')} must be from 0 to exp.num_nodes - 1 "
+                          f"({shown('exp.num_nodes')})")
+    if values["exp.num_replicas"] <= 1:
+        return
+    inputs = "; ".join(shown(name) for name in
+                       ("exp.gpus", "exp.num_local_replicas", "exp.num_nodes"))
+    if framework.data_parallel == "none":
+        raise ConfigError(f"{shown('exp.num_replicas')}: framework {framework.id} runs one "
+                          f"replica per experiment ({inputs})")
+    if framework.data_parallel == "in_process" and nodes > 1:
+        raise ConfigError(f"{shown('exp.num_nodes')}: framework {framework.id} runs its "
+                          f"replicas in one process on one node; use exp.num_nodes=1")
+    gpus = [g for g in str(values["exp.gpus"]).split(",") if g]
+    local = values["exp.num_local_replicas"]
+    if gpus and len(gpus) != local:
+        raise ConfigError(f"{shown('exp.num_local_replicas')} must equal the number of GPUs "
+                          f"in {shown('exp.gpus')}: one replica per GPU")
+    if framework.data_parallel != "torchrun":
+        return
+    for name in ("exp.num_batches", "exp.num_warmup_batches"):
+        if values[name] == "auto":
+            # Each replica would decide when to stop on its own clock, and a replica
+            # that stops first leaves the others waiting in the next all-reduce.
+            raise ConfigError(f"{shown(name)}: data-parallel replicas must run the same "
+                              f"number of batches; give a number ({shown('exp.num_replicas')})")
+    if values["exp.dist_backend"] == "nccl" and not gpus:
+        raise ConfigError(f"{shown('exp.dist_backend')} needs GPUs (exp.gpus is empty); "
+                          f"use gloo or auto for CPU replicas")
+    if nodes > 1 and not _ENDPOINT.match(str(values["exp.rendezvous"])):
+        raise ConfigError(f"{shown('exp.rendezvous')}: a run on {nodes} nodes needs the "
+                          f"HOST:PORT where they meet, e.g. exp.rendezvous=node01:29500")
 
 
 def check_log_files(experiments: list[dict[str, Any]], raws: list[RawExperiment]) -> None:

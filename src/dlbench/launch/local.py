@@ -15,8 +15,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import IO
 
 _PR_SET_PDEATHSIG = 1
@@ -30,25 +29,21 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def worker_command(exp_json: Path, python: str | None = None) -> list[str]:
-    """The argument list that runs the worker on ``exp_json``."""
-    return [python or sys.executable, "-m", "dlbench.worker", str(exp_json)]
-
-
-def worker_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The worker's environment: the parent's, unbuffered, so output lines reach the
-    log in the order they were written."""
-    env = dict(os.environ if base is None else base)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 def start_worker(
-    command: list[str], log: IO[bytes], env: Mapping[str, str]
+    command: list[str], log: IO[bytes], env: Mapping[str, str],
+    setup: Callable[[], None] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``command`` with stdout and stderr appended to ``log``."""
+    """Start ``command`` with stdout and stderr appended to ``log``; ``setup`` runs in
+    the child between fork and exec (a parallel copy's cores and memory limit)."""
     parent = os.getpid()
-    preexec = (lambda: _die_with_parent(parent)) if sys.platform.startswith("linux") else None
+    linux = sys.platform.startswith("linux")
+
+    def preexec() -> None:
+        if linux:
+            _die_with_parent(parent)
+        if setup is not None:
+            setup()
+
     return subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
@@ -56,7 +51,7 @@ def start_worker(
         stderr=subprocess.STDOUT,
         env=dict(env),
         start_new_session=True,
-        preexec_fn=preexec,  # safe here: the runner starts no threads
+        preexec_fn=preexec if linux or setup else None,  # safe: the runner starts no threads
     )
 
 

@@ -15,6 +15,10 @@ pattern that ``dlbench parse`` reads in a directory); ``exp.log_file`` then gets
 one combined record (:func:`~dlbench.measure.stats.combine_repeats`) and the store
 gets that record. The first process that does not end ok ends the experiment, with
 its status and its reason.
+
+With ``exp.parallel_jobs=N`` the experiment is N copies run at the same time, each
+on its own share of the node (:mod:`dlbench.launch.partition`); ``exp.log_file``
+and the store get the one combined record, whose throughput is the copies' sum.
 """
 
 from __future__ import annotations
@@ -25,14 +29,16 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from dlbench.config.registry import varying_parameters
-from dlbench.launch.local import kill_worker, start_worker, worker_command, worker_environment
+from dlbench.launch import partition
+from dlbench.launch.command import worker_argv, worker_env
+from dlbench.launch.local import kill_worker, start_worker
 from dlbench.measure.stability import repeat_verdict
 from dlbench.measure.stats import combine_repeats
 from dlbench.results.logfile import LINE_RE, LogWriter
@@ -98,6 +104,35 @@ def _output_tail(log_path: Path, lines: int = OUTPUT_TAIL_LINES) -> str:
         return ""
     own = [ln.strip() for ln in text.splitlines() if ln.strip() and not LINE_RE.match(ln)]
     return " | ".join(own[-lines:])
+
+
+def rank_logs(log_path: Path) -> list[Path]:
+    """The logs of a data-parallel run's other replicas, ``<log>.rank<N>``, by rank."""
+    found = [(int(p.name.rsplit(".rank", 1)[1]), p)
+             for p in log_path.parent.glob(f"{log_path.name}.rank*")
+             if p.name.rsplit(".rank", 1)[1].isdigit()]
+    return [p for _, p in sorted(found)]
+
+
+def _rank_failure(log_path: Path, main: Mapping[str, Any]) -> str | None:
+    """``rank N: <its reason>`` for the replica that failed first, from the logs of a
+    data-parallel run (``main``: what the first replica's log parsed to). The first
+    failure is the cause: the replicas still running fail next ("connection closed by
+    peer", a collective timeout) or are stopped by torchrun."""
+    others = rank_logs(log_path)
+    if not others:
+        return None
+    failures = []
+    for name, parsed in [("0", main)] + [
+        (path.name.rsplit(".rank", 1)[1], parse_log(path)[0]) for path in others
+    ]:
+        if parsed.get("exp.status") == "failure":
+            failures.append((str(parsed.get("results.end_time", "")), int(name),
+                             str(parsed.get("exp.status_msg", ""))))
+    if not failures:
+        return None
+    _, first, message = min(failures)
+    return f"rank {first}: {message}"
 
 
 def _crash_message(returncode: int, log_path: Path) -> str:
@@ -187,13 +222,14 @@ class Runner:
 
     def _run_one(self, experiment: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, Any], bool]:
         repeat = int(experiment.get("exp.repeat", 1) or 1)
+        run = self._run_copies if partition.copy_count(experiment) > 1 else self._run_process
         if repeat <= 1:
-            return self._run_process(experiment, out_dir)
+            return run(experiment, out_dir)
         log_path = Path(experiment["exp.log_file"])
         processes: list[dict[str, Any]] = []
         for number in range(1, repeat + 1):
             own = {**experiment, "exp.log_file": f"{log_path}.{number}"}
-            record, interrupted = self._run_process(own, out_dir, f".{number}")
+            record, interrupted = run(own, out_dir, f".{number}")
             if interrupted or record["exp.status"] != "ok":
                 failed = {**record, "exp.log_file": str(log_path),
                           "exp.status_msg": f"process {number} of {repeat}: "
@@ -211,11 +247,16 @@ class Runner:
         exp_json = _write_input(experiment, out_dir, suffix)
         log_path = Path(experiment["exp.log_file"])
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in rank_logs(log_path):  # an earlier run's replicas
+            stale.unlink()
         timeout = float(experiment["exp.timeout"]) or None
         interrupted = timed_out = False
-        with open(log_path, "wb") as log:  # a rerun starts a fresh log
+        log_path.unlink(missing_ok=True)  # a rerun starts a fresh log
+        # Appending: with a plain write handle the worker's output would go at the
+        # handle's own offset, over the lines its log writer appended.
+        with open(log_path, "ab") as log:
             process = start_worker(
-                worker_command(exp_json, self.python), log, worker_environment()
+                worker_argv(experiment, exp_json, self.python), log, worker_env(experiment)
             )
             try:
                 process.wait(timeout=timeout)
@@ -232,6 +273,52 @@ class Runner:
             interrupted
         )
 
+    def _run_copies(
+        self, experiment: Mapping[str, Any], out_dir: Path, suffix: str = ""
+    ) -> tuple[dict[str, Any], bool]:
+        """``exp.parallel_jobs``: every copy at once, each held to its share of the node
+        (:mod:`dlbench.launch.partition`); the first copy that fails stops the others."""
+        shares = partition.plan_shares(experiment)
+        processes: list[subprocess.Popen[bytes]] = []
+        failed: int | None = None
+        interrupted = timed_out = False
+        with partition.Limits(experiment, shares) as limits, ExitStack() as logs:
+            copies = [partition.copy_experiment(experiment, share, limits.note(share))
+                      for share in shares]
+            try:
+                for share, copy in zip(shares, copies, strict=True):
+                    exp_json = _write_input(copy, out_dir, f"{suffix}.copy{share.number}")
+                    copy_log = Path(copy["exp.log_file"])
+                    copy_log.parent.mkdir(parents=True, exist_ok=True)
+                    copy_log.unlink(missing_ok=True)
+                    # Appending: the worker's output and its log lines share the file.
+                    log = logs.enter_context(open(copy_log, "ab"))
+                    try:
+                        processes.append(start_worker(
+                            worker_argv(copy, exp_json, self.python), log,
+                            partition.copy_env(worker_env(copy), share), limits.setup(share)))
+                    except (OSError, subprocess.SubprocessError) as error:
+                        log.write(f"dlbench: cannot start copy {share.number}: {error}\n".encode())
+                        log.flush()
+                        failed = len(processes)
+                        break
+                else:
+                    failed, timed_out = partition.wait_copies(
+                        processes, float(experiment["exp.timeout"]) or None)
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                for process in processes:
+                    kill_worker(process)
+            codes = [p.returncode for p in processes] + [1] * (len(copies) - len(processes))
+            records = [self._record(copy, Path(copy["exp.log_file"]), code, timed_out,
+                                    interrupted) for copy, code in zip(copies, codes, strict=True)]
+            notes = [limits.out_of_memory(share, str(r["exp.status_msg"])) for share, r in
+                     zip(shares, records, strict=True)]
+        record = partition.copies_outcome(experiment, records, failed, notes, limits.mechanism)
+        _write_combined(Path(experiment["exp.log_file"]), record)
+        return record, interrupted
+
     @staticmethod
     def _record(
         experiment: Mapping[str, Any],
@@ -247,6 +334,8 @@ class Runner:
             status, message = "timeout", f"timed out after {experiment['exp.timeout']:g} s"
         elif interrupted:
             status, message = "interrupted", "interrupted by the user (Ctrl-C or SIGTERM)"
+        elif returncode != 0 and (rank_failure := _rank_failure(log_path, parsed)):
+            status, message = "failure", rank_failure
         elif returncode != 0 and status != "failure":
             status, message = "failure", _crash_message(returncode, log_path)
         elif returncode == 0 and status != "ok":
@@ -282,7 +371,7 @@ def _write_combined(log_path: Path, record: Mapping[str, Any]) -> None:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.unlink(missing_ok=True)  # a rerun starts a fresh log
     with LogWriter(log_path) as log:
-        files = record.get("results.repeat_log_files")
+        files = record.get("results.repeat_log_files") or record.get("results.copy_log_files")
         if files:
             log.write_text(f"dlbench: combined from {len(files)} processes: {', '.join(files)}")
         log.write_many({k: v for k, v in record.items() if k not in ("exp.status",

@@ -105,6 +105,32 @@ def summarize_times(times_ms: Sequence[float]) -> dict[str, float | None]:
     }
 
 
+def step_times(rank_times_ms: Sequence[Sequence[float]]) -> list[float]:
+    """The time of each data-parallel step across replicas: the slowest replica's.
+
+    Replicas meet in every step's gradient all-reduce, so a step is over for the
+    whole run only when its slowest replica is done.
+
+    >>> step_times([[10.0, 12.0], [11.0, 9.0]])
+    [11.0, 12.0]
+    """
+    lengths = {len(times) for times in rank_times_ms}
+    if len(lengths) != 1:
+        raise ValueError(f"replicas timed different numbers of steps: {sorted(lengths)}")
+    return [max(step) for step in zip(*rank_times_ms, strict=True)]
+
+
+def rank_results(rank_times_ms: Sequence[Sequence[float]], replica_batch: int) -> dict[str, Any]:
+    """Per-replica figures of a data-parallel run: each replica's mean batch time, its
+    own throughput (``replica_batch × 1000 / time``) and its batch times."""
+    times = [mean(t) for t in rank_times_ms]
+    return {
+        "results.rank_time": times,
+        "results.rank_throughput": [throughput(replica_batch, t) for t in times],
+        "results.rank_time_data": [list(t) for t in rank_times_ms],
+    }
+
+
 def throughput(effective_batch: int, mean_time_ms: float) -> float:
     """Samples per second: ``effective_batch × 1000 / mean_time_ms`` (DESIGN.md)."""
     if mean_time_ms <= 0:

@@ -22,7 +22,7 @@ import platform
 import re
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,21 @@ def git_commit(root: Path | None = None) -> str | None:
     return None
 
 
+def cpu_list_text(cores: Iterable[int]) -> str:
+    """Cores as a Linux cpu list, ranges joined by commas.
+
+    >>> cpu_list_text([0, 1, 2, 3, 8, 10, 11])
+    '0-3,8,10-11'
+    """
+    ranges: list[list[int]] = []
+    for core in sorted(set(cores)):
+        if ranges and core == ranges[-1][1] + 1:
+            ranges[-1][1] = core
+        else:
+            ranges.append([core, core])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+
+
 def _cpu_info() -> dict[str, Any]:
     info: dict[str, Any] = {
         "hw.cpu_model": _cpu_model(),
@@ -125,7 +140,10 @@ def _cpu_info() -> dict[str, Any]:
     if governor:
         info["hw.cpu_governor"] = governor
     if hasattr(os, "sched_getaffinity"):
-        info["hw.cpu_affinity_count"] = len(os.sched_getaffinity(0))
+        cores = os.sched_getaffinity(0)
+        info["hw.cpu_affinity_count"] = len(cores)
+        # The cores this process may run on: shows each parallel copy on its own share.
+        info["sys.cpu_affinity"] = cpu_list_text(cores)
     info["hw.memory_gib"] = round(psutil.virtual_memory().total / 2**30, 2)
     return info
 

@@ -112,16 +112,27 @@ def _normalised(record: dict[str, Any]) -> dict[str, Any]:
     return filled
 
 
+#: What splits a report into groups of tables. Not the framework: comparing frameworks
+#: on one model is what DLBS was for, so they share a table, a row each.
+_SEPARATE_TABLES = tuple(key for key in SEPARATE_BY if key != "exp.framework")
+
+
+def _model_rows(records: list[dict[str, Any]]) -> list[str]:
+    """The first row keys: the model, then the framework where several ran."""
+    frameworks = {r.get("exp.framework") for r in records}
+    return ["exp.model", "exp.framework"] if len(frameworks) > 1 else ["exp.model"]
+
+
 def _build_grid(records: list[dict[str, Any]], kind: str) -> _Grid:
     if kind == "exploration":
-        base, axis = ["exp.model"], ["exp.replica_batch"]
+        base, axis = _model_rows(records), ["exp.replica_batch"]
         # num_replicas is derived, yet two replica counts at one batch size are two
         # measurements (and two effective batches): split rather than average them.
         candidates = [
             "exp.num_replicas", *identity_candidates(records, [*SEPARATE_BY, *base, *axis])]
     else:
         batch = "exp.replica_batch" if kind == "weak-scaling" else "exp.effective_batch"
-        base, axis = ["exp.model", batch], ["exp.num_replicas", "exp.num_nodes"]
+        base, axis = [*_model_rows(records), batch], ["exp.num_replicas", "exp.num_nodes"]
         candidates = identity_candidates(records, [*SEPARATE_BY, *base, *_LAYOUT])
     grid = _Grid(row_keys(records, base, axis, candidates))
     for record in records:
@@ -273,10 +284,12 @@ def build_table_report(
     unstable = unstable_warning(usable)
     if unstable:
         report.warnings.append(unstable)
-    groups = split_groups(usable)
+    groups = split_groups(usable, _SEPARATE_TABLES)
     for group, members in groups:
         report.tables.extend(_group_tables(report_type, group, members, target))
     rows, columns = _AXES[report_type]
+    if len(_model_rows(usable)) > 1:
+        rows = rows.replace("exp.model", "exp.model, exp.framework", 1)
     report.summary = [
         f"{len(usable)} record(s) in {len(groups)} group(s) of tables.",
         f"Rows: {rows}, plus any other parameter that differs within a cell. "

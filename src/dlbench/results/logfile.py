@@ -29,6 +29,12 @@ from typing import Any
 LINE_RE = re.compile(r"^__(?P<name>\S+?)__=(?P<value>.*)$")
 
 
+#: Environment variable naming the log the worker with local rank 0 writes, when it
+#: is not ``exp.log_file``: set by a launcher for a node that shares the run
+#: directory with the first node of a multi-node run.
+LOG_FILE_ENV = "DLBENCH_LOG_FILE"
+
+
 def _check_name(name: str) -> None:
     if not isinstance(name, str) or not name:
         raise ValueError(f"log key must be a non-empty string, got {name!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import traceback
 from collections.abc import Mapping
@@ -23,10 +24,10 @@ from dlbench.errors import WorkerError
 from dlbench.measure.monitor import ResourceMonitor
 from dlbench.measure.peak import lookup_peak
 from dlbench.measure.stability import verdict
-from dlbench.measure.stats import summarize_times, throughput
+from dlbench.measure.stats import rank_results, step_times, summarize_times, throughput
 from dlbench.measure.sysinfo import host_info
 from dlbench.measure.timing import AutoStop, AutoWarmup, Timing, run_batches
-from dlbench.results.logfile import LogWriter
+from dlbench.results.logfile import LOG_FILE_ENV, LogWriter
 
 AUTO = "auto"
 
@@ -81,14 +82,20 @@ def backend_params(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _results(
-    params: Mapping[str, Any], timing: Timing, backend: Backend, environment: Mapping[str, Any]
+    params: Mapping[str, Any], timing: Timing, backend: Backend, environment: Mapping[str, Any],
+    rank_times: list[list[float]],
 ) -> dict[str, Any]:
-    times_ms = timing.times_ms
+    """The ``results.*`` of a finished timing loop. With several replicas
+    (``rank_times`` holds each one's batch times) a step's time is the slowest
+    replica's, and each replica's own figures are kept beside."""
+    times_ms = step_times(rank_times) if len(rank_times) > 1 else timing.times_ms
     if not times_ms:
         raise WorkerError("no batch was timed (exp.max_duration or exp.max_batches too small)")
     if not all(math.isfinite(v) for v in times_ms):
         raise WorkerError("a batch time is not finite")
     results: dict[str, Any] = summarize_times(times_ms)
+    if len(rank_times) > 1:
+        results.update(rank_results(rank_times, int(params["exp.replica_batch"])))
     unit, per_sample = backend.throughput_unit()
     samples_per_second = throughput(int(params["exp.effective_batch"]), results["results.time"])
     results["results.throughput"] = samples_per_second * per_sample
@@ -155,7 +162,8 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
         timing = run_batches(backend.step, backend.synchronize, warmup, stop,
                              mark=monitor.mark if monitor else None)
         extra = backend.finish(timing.num_warmup + len(timing.times_ms))
-        results = _results(params, timing, backend, environment)
+        rank_times = backend.gather_times(timing.times_ms)
+        results = _results(params, timing, backend, environment, rank_times)
         results.update(extra)
     except Exception as error:  # any failure is this experiment's, reported in its log
         traceback.print_exc()
@@ -186,12 +194,46 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
     return True
 
 
+def log_path(params: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """Where this process writes its log. One process, or the first replica on a
+    node: ``exp.log_file`` (or what the launcher put in ``DLBENCH_LOG_FILE``, for a
+    node that shares the run directory with the first). Every other replica of a
+    data-parallel run (torchrun sets ``LOCAL_RANK`` and ``RANK``): its own file,
+    ``<exp.log_file>.rank<RANK>``, so that its figures and failures are kept."""
+    if int(env.get("LOCAL_RANK", "0")) == 0:
+        return env.get(LOG_FILE_ENV) or str(params["exp.log_file"])
+    return f"{params['exp.log_file']}.rank{env.get('RANK', env['LOCAL_RANK'])}"
+
+
+def cpu_share(cores: list[int], local_rank: int, local_world: int) -> list[int]:
+    """Replica ``local_rank``'s cores: its contiguous share of ``cores`` (the ones
+    left over go to the first replicas), so replicas never compete for a core.
+
+    >>> cpu_share([0, 1, 2, 3, 4], 1, 2)
+    [3, 4]
+    """
+    size, extra = divmod(len(cores), local_world)
+    start = local_rank * size + min(local_rank, extra)
+    return cores[start:start + size + (1 if local_rank < extra else 0)]
+
+
+def _pin_replica(params: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """On the CPU, hold each of several local replicas to its own cores."""
+    local_world = int(env.get("LOCAL_WORLD_SIZE", "1"))
+    if local_world <= 1 or params.get("exp.gpus") or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) >= local_world:
+        os.sched_setaffinity(0, cpu_share(cores, int(env.get("LOCAL_RANK", "0")), local_world))
+
+
 def main(argv: list[str]) -> int:
     """Worker entry point: ``argv`` is ``[EXP.json]``. Exit status 0 when ok, 1 when not."""
     if len(argv) != 1:
         print("usage: python -m dlbench.worker EXP.json", file=sys.stderr)
         return 2
     params = json.loads(Path(argv[0]).read_text())
-    with LogWriter(params["exp.log_file"]) as log:
+    _pin_replica(params, os.environ)
+    with LogWriter(log_path(params, os.environ)) as log:
         ok = run_experiment(params, log)
     return 0 if ok else 1
