@@ -310,8 +310,10 @@ def render_chart(
         # Outside the axes, under the x label: a legend inside may hide points or bars.
         figure.legend(loc="outside lower center", ncols=min(len(series), 3), frameon=False)
     out = io.BytesIO()
-    # No creation date in SVG and PDF: the same series give the same bytes.
-    metadata: dict[str, Any] = {"Software": None} if fmt == "png" else {"Date": None}
+    # No creation date in SVG and PDF (each backend names it its own way), no software
+    # version in PNG: the same series give the same bytes.
+    metadata: dict[str, Any] = {"png": {"Software": None}, "svg": {"Date": None},
+                                "pdf": {"CreationDate": None}}[fmt]
     # A fixed salt makes SVG element ids stable: the same series, the same bytes.
     with rc_context({"svg.hashsalt": "dlbench"}):
         figure.savefig(out, format=fmt, metadata=metadata)
