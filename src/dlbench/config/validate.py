@@ -122,7 +122,7 @@ def _check_settable(name: str, source: Source) -> None:
 
 def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
     """Checks of one resolved experiment: allowed values, framework installed and able
-    to run the phase, GPU list syntax, numeric ranges, one replica."""
+    to run the phase and the model, GPU list syntax, numeric ranges, replicas."""
 
     def shown(name: str) -> str:
         return describe(name, values[name], raw[name].source)
