@@ -9,7 +9,8 @@ import pytest
 
 from dlbench.launch.command import torchrun_arguments, uses_torchrun, worker_argv, worker_env
 from dlbench.measure.stats import rank_results, step_times
-from dlbench.worker.experiment import cpu_share, log_path
+from dlbench.measure.sysinfo import split_cores
+from dlbench.worker.experiment import log_path
 from tests.integration.worker import plan_one
 
 
@@ -68,10 +69,10 @@ def test_replicas_share_the_cores_as_threads(tmp_path: Path) -> None:
         ([0, 1, 2, 3, 4, 5, 6], 3, [[0, 1, 2], [3, 4], [5, 6]]),
     ],
 )
-def test_cpu_share_is_contiguous_and_disjoint(
+def test_replicas_share_cores_contiguous_and_disjoint(
     cores: list[int], world: int, shares: list[list[int]]
 ) -> None:
-    assert [cpu_share(cores, rank, world) for rank in range(world)] == shares
+    assert split_cores(cores, world) == shares
 
 
 def test_each_replica_has_its_log() -> None:

@@ -25,10 +25,9 @@ from dlbench.launch.partition import (
     copy_env,
     copy_experiment,
     plan_shares,
-    split_cores,
     wait_copies,
 )
-from dlbench.measure.sysinfo import cpu_list_text
+from dlbench.measure.sysinfo import cpu_list_text, split_cores
 
 MIB = 2**20
 

@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import Any
 
 from dlbench.measure.stats import mean, summarize_times
-from dlbench.measure.sysinfo import cpu_list_text
+from dlbench.measure.sysinfo import cpu_list_text, split_cores
 
 #: ``exp.parallel_jobs=gpus``: one copy per GPU of ``exp.gpus``.
 PER_GPU = "gpus"
@@ -81,24 +81,6 @@ def node_memory_bytes() -> int:
             with contextlib.suppress(OSError, ValueError):
                 total = min(total, int((path / name).read_text().strip()))
     return total
-
-
-def split_cores(cores: Sequence[int], parts: int) -> list[list[int]]:
-    """``cores`` in ``parts`` contiguous, disjoint sets; the ones left over go to the
-    first sets.
-
-    >>> split_cores([0, 1, 2, 3, 4], 2)
-    [[0, 1, 2], [3, 4]]
-    """
-    if not 1 <= parts <= len(cores):
-        raise ValueError(f"cannot split {len(cores)} cores into {parts} sets")
-    size, extra = divmod(len(cores), parts)
-    sets, start = [], 0
-    for index in range(parts):
-        end = start + size + (1 if index < extra else 0)
-        sets.append(list(cores[start:end]))
-        start = end
-    return sets
 
 
 @dataclass(frozen=True)

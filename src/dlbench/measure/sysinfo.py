@@ -22,7 +22,7 @@ import platform
 import re
 import socket
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,24 @@ def git_commit(root: Path | None = None) -> str | None:
             if line.endswith(" " + ref):
                 return line.split()[0]
     return None
+
+
+def split_cores(cores: Sequence[int], parts: int) -> list[list[int]]:
+    """``cores`` in ``parts`` contiguous, disjoint sets; the ones left over go to the
+    first sets. How parallel copies and data-parallel replicas share a node's cores.
+
+    >>> split_cores([0, 1, 2, 3, 4], 2)
+    [[0, 1, 2], [3, 4]]
+    """
+    if not 1 <= parts <= len(cores):
+        raise ValueError(f"cannot split {len(cores)} cores into {parts} sets")
+    size, extra = divmod(len(cores), parts)
+    sets, start = [], 0
+    for index in range(parts):
+        end = start + size + (1 if index < extra else 0)
+        sets.append(list(cores[start:end]))
+        start = end
+    return sets
 
 
 def cpu_list_text(cores: Iterable[int]) -> str:

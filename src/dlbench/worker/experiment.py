@@ -25,7 +25,7 @@ from dlbench.measure.monitor import ResourceMonitor
 from dlbench.measure.peak import lookup_peak
 from dlbench.measure.stability import verdict
 from dlbench.measure.stats import rank_results, step_times, summarize_times, throughput
-from dlbench.measure.sysinfo import host_info
+from dlbench.measure.sysinfo import host_info, split_cores
 from dlbench.measure.timing import AutoStop, AutoWarmup, Timing, run_batches
 from dlbench.results.logfile import LOG_FILE_ENV, LogWriter
 
@@ -205,18 +205,6 @@ def log_path(params: Mapping[str, Any], env: Mapping[str, str]) -> str:
     return f"{params['exp.log_file']}.rank{env.get('RANK', env['LOCAL_RANK'])}"
 
 
-def cpu_share(cores: list[int], local_rank: int, local_world: int) -> list[int]:
-    """Replica ``local_rank``'s cores: its contiguous share of ``cores`` (the ones
-    left over go to the first replicas), so replicas never compete for a core.
-
-    >>> cpu_share([0, 1, 2, 3, 4], 1, 2)
-    [3, 4]
-    """
-    size, extra = divmod(len(cores), local_world)
-    start = local_rank * size + min(local_rank, extra)
-    return cores[start:start + size + (1 if local_rank < extra else 0)]
-
-
 def _pin_replica(params: Mapping[str, Any], env: Mapping[str, str]) -> None:
     """On the CPU, hold each of several local replicas to its own cores."""
     local_world = int(env.get("LOCAL_WORLD_SIZE", "1"))
@@ -224,7 +212,7 @@ def _pin_replica(params: Mapping[str, Any], env: Mapping[str, str]) -> None:
         return
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) >= local_world:
-        os.sched_setaffinity(0, cpu_share(cores, int(env.get("LOCAL_RANK", "0")), local_world))
+        os.sched_setaffinity(0, split_cores(cores, local_world)[int(env.get("LOCAL_RANK", "0"))])
 
 
 def main(argv: list[str]) -> int:

@@ -23,6 +23,21 @@ def _max_pool() -> nn.Module:
     return nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)
 
 
+
+def fc_head(in_features: int, hidden1: int, hidden2: int, num_classes: int) -> nn.Sequential:
+    """The classifier of AlexNet, OverFeat and VGG: fc6, fc7 (each ReLU then dropout
+    0.5, as Caffe's models have it) and the class layer, as one ``nn.Sequential``
+    (``classifier.0``, ``.3``, ``.6`` are the linear layers, as in torchvision)."""
+    return nn.Sequential(
+        nn.Linear(in_features, hidden1),
+        nn.ReLU(inplace=True),
+        nn.Dropout(0.5),
+        nn.Linear(hidden1, hidden2),
+        nn.ReLU(inplace=True),
+        nn.Dropout(0.5),
+        nn.Linear(hidden2, num_classes),
+    )
+
 class AlexNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (see pyproject)
     """Caffe's bvlc_alexnet: five convolutions, three fully connected layers."""
 
@@ -47,15 +62,7 @@ class AlexNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (se
         )
         # The identity at 227 px (6x6 already); keeps fc6 the same at other sizes.
         self.avgpool = nn.AdaptiveAvgPool2d((6, 6))
-        self.classifier = nn.Sequential(
-            nn.Linear(256 * 6 * 6, 4096),
-            nn.ReLU(inplace=True),
-            nn.Dropout(0.5),
-            nn.Linear(4096, 4096),
-            nn.ReLU(inplace=True),
-            nn.Dropout(0.5),
-            nn.Linear(4096, num_classes),
-        )
+        self.classifier = fc_head(256 * 6 * 6, 4096, 4096, num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(N, num_classes)`` for images ``(N, C, H, W)``."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from dlbench.models.pytorch.alexnet import fc_head
+
 
 class AlexNetOWT(nn.Module):  # type: ignore[misc]  # torch is not type-checked (see pyproject)
     """AlexNet from Krizhevsky's "One weird trick" paper, as torchvision's ``alexnet``.
@@ -79,15 +81,7 @@ class OverFeat(nn.Module):  # type: ignore[misc]  # torch is not type-checked (s
         )
         self.avgpool = nn.AdaptiveAvgPool2d((6, 6))  # 231 → 56 → 28 → 24 → 12 → 6
         # Dropout after fc6 and fc7, as the paper and DLBS have it.
-        self.classifier = nn.Sequential(
-            nn.Linear(1024 * 6 * 6, 3072),
-            nn.ReLU(inplace=True),
-            nn.Dropout(0.5),
-            nn.Linear(3072, 4096),
-            nn.ReLU(inplace=True),
-            nn.Dropout(0.5),
-            nn.Linear(4096, num_classes),
-        )
+        self.classifier = fc_head(1024 * 6 * 6, 3072, 4096, num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(N, num_classes)`` for images ``(N, C, H, W)``."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from dlbench.models.pytorch.alexnet import fc_head
+
 # Output channels of each 3x3 convolution; "M" is a 2x2/2 max pool.
 _CONFIGS: dict[str, str] = {
     "vgg11": "64 M 128 M 256 256 M 512 512 M 512 512 M",
@@ -41,15 +43,7 @@ class VGG(nn.Module):  # type: ignore[misc]  # torch is not type-checked (see py
         # Five 2x2 pools take 224 px to 7x7, so this is the identity at the published
         # size; at other sizes it keeps fc6 (and the parameter count) the same.
         self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
-        self.classifier = nn.Sequential(
-            nn.Linear(512 * 7 * 7, 4096),
-            nn.ReLU(inplace=True),
-            nn.Dropout(0.5),
-            nn.Linear(4096, 4096),
-            nn.ReLU(inplace=True),
-            nn.Dropout(0.5),
-            nn.Linear(4096, num_classes),
-        )
+        self.classifier = fc_head(512 * 7 * 7, 4096, 4096, num_classes)
         # torchvision's initialisation (the default Linear init would do for timing,
         # but this keeps the logits of a fresh model at torchvision's scale).
         for module in self.modules():
