@@ -66,7 +66,9 @@ def test_auto_runs_to_the_limit_on_a_noisy_workload(tmp_path: Path) -> None:
                               "exp.num_batches=auto", "exp.min_duration=0.1",
                               "exp.max_duration=0.5"))
     assert record["results.stop_reason"] == "max_duration"
-    assert 0.5 <= record["results.timed_seconds"] < 0.6
+    # The last batch may end up to 42 ms past the limit; a busy host can add a
+    # preemption, so the upper bound only rules out running on past the limit.
+    assert 0.5 <= record["results.timed_seconds"] < 0.8
     assert record["results.stable"] is False
     reasons = record["results.unstable_reasons"]
     assert any(r.startswith("cv ") for r in reasons)
@@ -95,9 +97,13 @@ def test_warmup_left_in_the_timed_batches_is_flagged(tmp_path: Path) -> None:
 
 
 def test_monitor_sees_a_known_allocation(tmp_path: Path) -> None:
+    # Through real worker processes, as in a sweep: this test process may have loaded
+    # other frameworks whose allocators keep freed memory, which the fake workload's
+    # allocation would then reuse without raising the resident size.
     common = ("fake.step_ms=10", "exp.num_batches=15")
-    without = _run(_experiment(tmp_path / "a", "fake.memory_mb=0", *common))
-    with_200 = _run(_experiment(tmp_path / "b", "fake.memory_mb=200", *common))
+    without, _ = _sweep(tmp_path / "a", "fake.memory_mb=0", *common)
+    with_200, _ = _sweep(tmp_path / "b", "fake.memory_mb=200", *common)
+    assert without["exp.status"] == with_200["exp.status"] == "ok"
     rise = with_200["results.use.rss_mb_max"] - without["results.use.rss_mb_max"]
     assert 190 <= rise <= 230
     # Every record carries the monitor's summaries and series.

@@ -11,22 +11,24 @@ import pytest
 from dlbench.errors import ConfigError
 from dlbench.launch.command import LOG_FILE_ENV
 from dlbench.launch.slurm import (
-    AUTO_RENDEZVOUS,
-    RENDEZVOUS_BASE_PORT,
-    NodeResult,
-    ProcessResult,
     _log_files,
     _other_node_failure,
     _traceback_line,
     default_time_minutes,
     executor_parameters,
+    parse_time_limit,
+    slurm_options,
+)
+from dlbench.launch.slurm_node import (
+    AUTO_RENDEZVOUS,
+    RENDEZVOUS_BASE_PORT,
+    NodeResult,
+    ProcessResult,
     node_command,
     node_experiment,
     node_log_file,
-    parse_time_limit,
     process_experiment,
     rendezvous_port,
-    slurm_options,
 )
 from tests.integration.worker import plan_one
 

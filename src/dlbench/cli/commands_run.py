@@ -39,7 +39,7 @@ def _planned(args: argparse.Namespace) -> list[dict[str, Any]]:
     if getattr(args, "launcher", "local") == "slurm" and not (
             "exp.rendezvous" in spec.parameters or "exp.rendezvous" in spec.variables):
         # The nodes of a Slurm job meet on its first node, known once the job starts.
-        from dlbench.launch.slurm import AUTO_RENDEZVOUS
+        from dlbench.launch.slurm_node import AUTO_RENDEZVOUS
 
         spec.parameters["exp.rendezvous"] = Sourced(AUTO_RENDEZVOUS, "--launcher slurm")
     experiments = plan_experiments(spec)

@@ -146,7 +146,7 @@ def _crash_message(returncode: int, log_path: Path) -> str:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     """Treat SIGTERM like Ctrl-C while a sweep runs, so the worker is stopped and the
     experiment marked interrupted either way."""
 
@@ -164,7 +164,9 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _write_input(experiment: Mapping[str, Any], out_dir: Path, suffix: str = "") -> Path:
+def write_input(experiment: Mapping[str, Any], out_dir: Path, suffix: str = "") -> Path:
+    """Write ``experiment`` atomically as the worker's input,
+    ``<out_dir>/experiments/<exp.id><suffix>.json``, and return its path."""
     path = out_dir / "experiments" / f"{experiment['exp.id']}{suffix}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
@@ -197,8 +199,8 @@ class Runner:
     def run(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
         """Run (or keep earlier results of) every experiment, in order."""
         result = SweepResult()
-        progress = _Progress(len(experiments), self.report, varying_parameters(experiments))
-        with _sigterm_as_interrupt():
+        progress = Progress(len(experiments), self.report, varying_parameters(experiments))
+        with sigterm_as_interrupt():
             for experiment in experiments:
                 out_dir = Path(experiment["exp.out_dir"])
                 store = self.store(out_dir)
@@ -234,17 +236,17 @@ class Runner:
                 failed = {**record, "exp.log_file": str(log_path),
                           "exp.status_msg": f"process {number} of {repeat}: "
                                             f"{record['exp.status_msg']}"}
-                _write_combined(log_path, failed)
+                write_combined(log_path, failed)
                 return failed, interrupted
             processes.append(record)
-        combined = _combine(experiment, processes)
-        _write_combined(log_path, combined)
+        combined = combine_processes(experiment, processes)
+        write_combined(log_path, combined)
         return combined, False
 
     def _run_process(
         self, experiment: Mapping[str, Any], out_dir: Path, suffix: str = ""
     ) -> tuple[dict[str, Any], bool]:
-        exp_json = _write_input(experiment, out_dir, suffix)
+        exp_json = write_input(experiment, out_dir, suffix)
         log_path = Path(experiment["exp.log_file"])
         log_path.parent.mkdir(parents=True, exist_ok=True)
         for stale in rank_logs(log_path):  # an earlier run's replicas
@@ -287,7 +289,7 @@ class Runner:
                       for share in shares]
             try:
                 for share, copy in zip(shares, copies, strict=True):
-                    exp_json = _write_input(copy, out_dir, f"{suffix}.copy{share.number}")
+                    exp_json = write_input(copy, out_dir, f"{suffix}.copy{share.number}")
                     copy_log = Path(copy["exp.log_file"])
                     copy_log.parent.mkdir(parents=True, exist_ok=True)
                     copy_log.unlink(missing_ok=True)
@@ -316,7 +318,7 @@ class Runner:
             notes = [limits.out_of_memory(share, str(r["exp.status_msg"])) for share, r in
                      zip(shares, records, strict=True)]
         record = partition.copies_outcome(experiment, records, failed, notes, limits.mechanism)
-        _write_combined(Path(experiment["exp.log_file"]), record)
+        write_combined(Path(experiment["exp.log_file"]), record)
         return record, interrupted
 
     @staticmethod
@@ -350,7 +352,9 @@ class Runner:
         return record
 
 
-def _combine(experiment: Mapping[str, Any], processes: list[dict[str, Any]]) -> dict[str, Any]:
+def combine_processes(
+    experiment: Mapping[str, Any], processes: list[dict[str, Any]]
+) -> dict[str, Any]:
     """One record from the records of the processes that measured ``experiment``:
     the first process's environment, the combined results and verdict. Monitor series
     stay in the per-process logs (``results.repeat_log_files``)."""
@@ -365,7 +369,7 @@ def _combine(experiment: Mapping[str, Any], processes: list[dict[str, Any]]) -> 
     return record
 
 
-def _write_combined(log_path: Path, record: Mapping[str, Any]) -> None:
+def write_combined(log_path: Path, record: Mapping[str, Any]) -> None:
     """Write ``record`` as the experiment's log, so that parsing the log gives the
     record the store holds."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -396,7 +400,7 @@ def _format_duration(seconds: float) -> str:
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
-class _Progress:
+class Progress:
     """A progress bar and ETA, one line per finished experiment."""
 
     WIDTH = 20

@@ -3,21 +3,20 @@
 The contract is the local runner's (:class:`~dlbench.launch.runner.Runner`): the
 experiments that :func:`~dlbench.launch.runner.should_run` are run, every record goes
 into the run directory's store, one transaction per experiment, and a rerun resumes.
-Only where the workers run differs. This process (on a login node) submits the
-one-node experiments of a run directory as one job array, one array task per
-experiment, and each multi-node experiment as one job of ``exp.num_nodes`` nodes with
-one task per node. A task runs the experiment's worker command on its node
-(:func:`node_command`: plain ``python -m dlbench.worker`` or torchrun) under
-``exp.timeout``, with its output appended to the experiment's log, and returns exit
-statuses; this process polls for the results, turns each log into a record as the
+Only where the workers run differs. This process (on a login node) submits the one-node
+experiments of a run directory as one job array, one array task per experiment, and each
+multi-node experiment as one job of ``exp.num_nodes`` nodes with one task per node. A
+task (:mod:`dlbench.launch.slurm_node`) runs the experiment's worker command on its node
+under ``exp.timeout``, with its output appended to the experiment's log, and returns
+exit statuses; this process polls for the results, turns each log into a record as the
 local runner does and commits it. Ctrl-C (or SIGTERM) cancels the jobs and marks the
 experiments that had started ``interrupted``. A job that Slurm ends before it returns
 (cancelled, out of time, node failure) fails its experiment with Slurm's job state in
 ``exp.status_msg``; the sweep's other results stay.
 
 The run directory must be on a file system that the compute nodes share with the
-submitting machine: the tasks write the experiment inputs and logs there, and
-submitit's job files (the pickled task and its result) live in ``<out>/slurm``.
+submitting machine: the tasks write the experiment inputs and logs there, and submitit's
+job files (the pickled task and its result) live in ``<out>/slurm``.
 """
 
 from __future__ import annotations
@@ -25,35 +24,37 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, TracebackType
 from typing import Any
 
 from dlbench.config.registry import varying_parameters
 from dlbench.errors import ConfigError
-from dlbench.launch.command import LOG_FILE_ENV, worker_argv, worker_env
-from dlbench.launch.local import kill_worker, start_worker
 from dlbench.launch.partition import copy_count
 from dlbench.launch.runner import (
     Outcome,
+    Progress,
     Reporter,
     Runner,
     SweepResult,
-    _combine,
-    _Progress,
-    _sigterm_as_interrupt,
-    _write_combined,
-    _write_input,
+    combine_processes,
     should_run,
+    sigterm_as_interrupt,
+    write_combined,
+)
+from dlbench.launch.slurm_node import (
+    AUTO_RENDEZVOUS,
+    NodeResult,
+    NodeTask,
+    node_log_file,
+    process_experiment,
+    repeat_count,
+    run_node_task,
 )
 from dlbench.results.logfile import LogWriter
 from dlbench.results.parser import parse_log
@@ -63,13 +64,6 @@ INSTALL_HINT = "pip install dlbench[slurm]"
 JOB_NAME = "dlbench"
 #: Without --slurm-time, a job may run its experiments' exp.timeout plus this, for start-up.
 START_MARGIN_S = 300
-#: exp.rendezvous of a multi-node job unless the spec gives one: host ``auto`` is the
-#: job's first node, port 0 is RENDEZVOUS_BASE_PORT plus the job id modulo
-#: RENDEZVOUS_PORTS (so that two jobs sharing a first node do not collide). Neither is
-#: known before the job starts; this value passes the plan's checks meanwhile.
-AUTO_RENDEZVOUS = "auto:0"
-RENDEZVOUS_BASE_PORT = 29500
-RENDEZVOUS_PORTS = 1000
 #: Seconds a result file may lag behind Slurm's word that a job ended (a shared file
 #: system's attribute cache), before the job counts as lost.
 RESULT_GRACE_S = 15.0
@@ -209,7 +203,7 @@ def default_time_minutes(experiments: Sequence[Mapping[str, Any]]) -> int | None
     """The time limit of a job that runs ``experiments``' workers one at a time: the
     longest exp.timeout times exp.repeat, plus START_MARGIN_S; None (the partition's
     default) when one experiment has no timeout."""
-    needs = [float(e["exp.timeout"]) * _repeat(e) for e in experiments]
+    needs = [float(e["exp.timeout"]) * repeat_count(e) for e in experiments]
     if not needs or min(needs) <= 0:
         return None
     return math.ceil((max(needs) + START_MARGIN_S) / 60)
@@ -239,196 +233,6 @@ def executor_parameters(
     if options.sbatch:
         params["additional_parameters"] = dict(options.sbatch)
     return params
-
-
-# --- The node side: what one Slurm task runs --------------------------------------------
-
-
-@dataclass(frozen=True)
-class NodeTask:
-    """What each task of an experiment's job runs (picklable: submitit sends it)."""
-
-    experiment: dict[str, Any]
-    python: str | None = None
-
-
-@dataclass(frozen=True)
-class ProcessResult:
-    """How one worker process ended on one node."""
-
-    returncode: int
-    timed_out: bool  # killed after exp.timeout
-    seconds: float
-    stopped_by: str = ""  # the signal from Slurm that stopped it: SIGTERM, SIGUSR2
-
-
-@dataclass(frozen=True)
-class NodeResult:
-    """What one task returns: its node and its worker processes (exp.repeat of them, or
-    fewer when one did not end ok)."""
-
-    node_rank: int
-    host: str
-    processes: tuple[ProcessResult, ...]
-    stopped_by: str = ""  # a signal from Slurm that ended the task's work, if one did
-
-
-def _repeat(experiment: Mapping[str, Any]) -> int:
-    return max(1, int(experiment.get("exp.repeat", 1) or 1))
-
-
-def process_experiment(
-    experiment: Mapping[str, Any], number: int, repeat: int
-) -> tuple[dict[str, Any], str]:
-    """Process ``number`` (from 1) of ``repeat``'s own parameters and input-file suffix:
-    with exp.repeat, each process writes ``<exp.log_file>.<number>``, as locally."""
-    if repeat <= 1:
-        return dict(experiment), ""
-    return {**experiment, "exp.log_file": f"{experiment['exp.log_file']}.{number}"}, f".{number}"
-
-
-def rendezvous_port(job_id: str) -> int:
-    """The rendezvous port of the multi-node job ``job_id`` (on its first node)."""
-    digits = re.sub(r"\D", "", job_id)
-    return RENDEZVOUS_BASE_PORT + int(digits or "0") % RENDEZVOUS_PORTS
-
-
-def node_experiment(
-    experiment: Mapping[str, Any], node_rank: int, hostnames: Sequence[str], job_id: str
-) -> dict[str, Any]:
-    """``experiment`` as node ``node_rank`` (``SLURM_NODEID``) of multi-node job
-    ``job_id`` runs it: that node rank, and exp.rendezvous with host ``auto`` (or none)
-    made the job's first node (``hostnames[0]``) and port 0 (or none) the job's port."""
-    host, _, port = str(experiment.get("exp.rendezvous") or AUTO_RENDEZVOUS).rpartition(":")
-    if host in ("", "auto"):
-        host = hostnames[0]
-    if port in ("", "0"):
-        port = str(rendezvous_port(job_id))
-    return {**experiment, "exp.node_rank": node_rank, "exp.rendezvous": f"{host}:{port}"}
-
-
-def node_log_file(experiment: Mapping[str, Any], node_rank: int) -> str:
-    """Node ``node_rank``'s log: ``exp.log_file`` on node 0, ``<exp.log_file>.node<k>``
-    on the others (the run directory is shared; each node keeps its own figures)."""
-    log = str(experiment["exp.log_file"])
-    return log if node_rank == 0 else f"{log}.node{node_rank}"
-
-
-def node_command(
-    experiment: Mapping[str, Any],
-    exp_json: Path,
-    python: str | None = None,
-    base_env: Mapping[str, str] | None = None,
-) -> tuple[list[str], dict[str, str], Path]:
-    """The argument list, environment and log file of the worker that runs
-    ``experiment`` (made for its node by :func:`node_experiment` when it has several)
-    on this node, from its input ``exp_json``. The environment is the node's own
-    (``base_env``, default ``os.environ``): Slurm sets the devices a job may use there."""
-    node_rank = int(experiment["exp.node_rank"]) if int(experiment["exp.num_nodes"]) > 1 else 0
-    log = Path(node_log_file(experiment, node_rank))
-    env = worker_env(experiment, base_env)
-    if node_rank > 0:
-        env[LOG_FILE_ENV] = str(log)
-    return worker_argv(experiment, exp_json, python), env, log
-
-
-class _Stopped(Exception):
-    """Slurm signalled the task while it waited for its worker."""
-
-
-class _SlurmSignals:
-    """While a task runs, Slurm's SIGTERM (the job cancelled, preempted or out of time)
-    and submitit's warning before the time limit (SIGUSR2) stop the worker. These
-    handlers replace submitit's, which would requeue the job: a benchmark is reported,
-    not run again in another allocation."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGUSR2)
-
-    def __init__(self) -> None:
-        self.received = ""
-        self.waiting = False
-        self._previous: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if not self.received:
-            self.received = signal.Signals(signum).name
-        if self.waiting:
-            self.waiting = False
-            raise _Stopped
-
-    def __enter__(self) -> _SlurmSignals:
-        self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-
-
-def _run_worker(
-    argv: list[str], env: dict[str, str], log_path: Path, timeout: float | None,
-    signals: _SlurmSignals,
-) -> ProcessResult:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    timed_out = stopped = False
-    with open(log_path, "ab") as log:
-        process = start_worker(argv, log, env)
-        try:
-            signals.waiting = True
-            if signals.received:  # it came while the worker started
-                raise _Stopped
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        except _Stopped:
-            stopped = True
-        finally:
-            signals.waiting = False
-            kill_worker(process)  # nothing left of it either way
-    # Slurm may signal the worker too: then it ends before the task hears of it.
-    stopped = stopped or bool(signals.received and process.returncode != 0)
-    return ProcessResult(int(process.returncode), timed_out, time.monotonic() - started,
-                         signals.received if stopped else "")
-
-
-def _job_hostnames() -> list[str]:
-    import submitit
-
-    return list(submitit.JobEnvironment().hostnames)
-
-
-def run_node_task(task: NodeTask) -> NodeResult:
-    """Run ``task``'s experiment on this node of its Slurm job (called by submitit in
-    each task): its worker processes one after another (exp.repeat), each under
-    exp.timeout, stopping at the first that does not end ok."""
-    experiment = task.experiment
-    nodes = int(experiment["exp.num_nodes"])
-    node_rank = int(os.environ.get("SLURM_NODEID", "0")) if nodes > 1 else 0
-    hostnames = _job_hostnames() if nodes > 1 else []
-    job_id = os.environ.get("SLURM_JOB_ID", "0")
-    out_dir = Path(experiment["exp.out_dir"])
-    timeout = float(experiment["exp.timeout"]) or None
-    repeat = _repeat(experiment)
-    results: list[ProcessResult] = []
-    with _SlurmSignals() as signals:
-        for number in range(1, repeat + 1):
-            if signals.received:
-                break
-            own, suffix = process_experiment(experiment, number, repeat)
-            if nodes > 1:
-                own = node_experiment(own, node_rank, hostnames, job_id)
-                suffix += f".node{node_rank}"
-            argv, env, log_path = node_command(own, _write_input(own, out_dir, suffix),
-                                               task.python)
-            result = _run_worker(argv, env, log_path, timeout, signals)
-            results.append(result)
-            if result.returncode != 0 or result.timed_out or result.stopped_by:
-                break
-    return NodeResult(node_rank, socket.gethostname(), tuple(results), signals.received)
 
 
 # --- The parent side: submit, wait, record ----------------------------------------------
@@ -488,7 +292,7 @@ def _mark(record: dict[str, Any], log_path: Path, status: str, message: str) -> 
 
 def _log_files(experiment: Mapping[str, Any]) -> list[Path]:
     """Every log the experiment's tasks write: per process (exp.repeat) and per node."""
-    repeat, nodes = _repeat(experiment), int(experiment["exp.num_nodes"])
+    repeat, nodes = repeat_count(experiment), int(experiment["exp.num_nodes"])
     files = [Path(experiment["exp.log_file"])]
     for number in range(1, repeat + 1):
         own, _ = process_experiment(experiment, number, repeat)
@@ -583,7 +387,7 @@ class SlurmRunner(Runner):
                                   "use exp.parallel_jobs=1, or --launcher local inside an "
                                   "allocation (salloc)")
         check_slurm(self.options)
-        progress = _Progress(len(experiments), self.report, varying_parameters(experiments))
+        progress = Progress(len(experiments), self.report, varying_parameters(experiments))
         outcomes: dict[int, Outcome] = {}
         to_run: list[int] = []
         for index, experiment in enumerate(experiments):
@@ -596,7 +400,7 @@ class SlurmRunner(Runner):
                 progress.done(outcomes[index])
         jobs: dict[int, _Job] = {}
         interrupted = False
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             try:
                 self._submit([(i, _without_auto_rendezvous(experiments[i])) for i in to_run],
                              jobs)
@@ -638,7 +442,7 @@ class SlurmRunner(Runner):
                         f"(files: {Path(out_dir) / 'slurm'})")
 
     def _wait(self, jobs: dict[int, _Job], outcomes: dict[int, Outcome],
-              progress: _Progress) -> None:
+              progress: Progress) -> None:
         """Poll until every job has ended; record each as it does."""
         start = time.monotonic()
         next_check = start
@@ -695,7 +499,7 @@ class SlurmRunner(Runner):
         return None
 
     def _finish(self, jobs: dict[int, _Job], entry: _Job, record: dict[str, Any],
-                outcomes: dict[int, Outcome], progress: _Progress) -> None:
+                outcomes: dict[int, Outcome], progress: Progress) -> None:
         jobs.pop(entry.index, None)
         self.store(Path(record["exp.out_dir"])).put(record)
         seconds = sum(p.seconds for r in (entry.results or [])[:1] if isinstance(r, NodeResult)
@@ -721,7 +525,7 @@ class SlurmRunner(Runner):
         nodes = [r for r in entry.results if isinstance(r, NodeResult)]
         if not nodes[0].processes:  # stopped before its first worker started
             return self._lost(entry, self._stop_message(entry, entry.stopped or "?", state))
-        repeat = _repeat(experiment)
+        repeat = repeat_count(experiment)
         log_path = Path(experiment["exp.log_file"])
         records: list[dict[str, Any]] = []
         for number, process in enumerate(nodes[0].processes, 1):
@@ -741,7 +545,7 @@ class SlurmRunner(Runner):
                 failed_record = {**record, "exp.log_file": str(log_path),
                                  "exp.status_msg": f"process {number} of {repeat}: "
                                                    f"{record['exp.status_msg']}"}
-                _write_combined(log_path, failed_record)
+                write_combined(log_path, failed_record)
                 return failed_record
             records.append(record)
         if len(records) < repeat:  # a task that returned without running every process
@@ -749,8 +553,8 @@ class SlurmRunner(Runner):
                                      "processes ran")
         if repeat == 1:
             return records[0]
-        combined = _combine(experiment, records)
-        _write_combined(log_path, combined)
+        combined = combine_processes(experiment, records)
+        write_combined(log_path, combined)
         return combined
 
     def _lost(self, entry: _Job, message: str, status: str = "failure") -> dict[str, Any]:
@@ -768,7 +572,7 @@ class SlurmRunner(Runner):
         return ids
 
     def _interrupt(self, jobs: dict[int, _Job], outcomes: dict[int, Outcome],
-                   progress: _Progress) -> None:
+                   progress: Progress) -> None:
         """After Ctrl-C: cancel the jobs, let their tasks stop their workers, then record
         those that had started as interrupted (the others are simply not run)."""
         ids = self._cancel(list(jobs.values()))
