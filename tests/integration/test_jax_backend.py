@@ -16,23 +16,14 @@ from dlbench.backends import jax_backend
 from dlbench.errors import ConfigError, WorkerError
 from dlbench.results.parser import parse_log
 from tests.conftest import CliRunner
-from tests.integration.worker import plan_one, run_in_process
+from tests.integration.worker import TOY_FORWARD, TOY_TRAINING, ok, plan_one, run_in_process
 
-# toy: Linear(64, 128), ReLU, Linear(128, 10); matrix products at 2 FLOPs a
-# multiply-add, as PyTorch's counter has them (tests/integration/test_pytorch_backend.py).
-TOY_PARAMS = (64 * 128 + 128) + (128 * 10 + 10)
-TOY_FORWARD = 2 * 64 * 128 + 2 * 128 * 10
-TOY_TRAINING = TOY_FORWARD + 2 * 64 * 128 + 2 * (2 * 128 * 10)
+TOY_PARAMS = (64 * 128 + 128) + (128 * 10 + 10)  # the toy model's weights and biases
 
 
 def _experiment(tmp_path: Path, *params: str) -> dict[str, Any]:
     return plan_one(tmp_path, "exp.framework=jax", "monitor.enabled=false",
                     "exp.num_warmup_batches=1", "exp.num_batches=3", *params)
-
-
-def _ok(record: dict[str, Any]) -> dict[str, Any]:
-    assert record["exp.status"] == "ok", record.get("exp.status_msg")
-    return record
 
 
 def _check_compile_time(record: dict[str, Any], below: float = 10) -> None:
@@ -49,7 +40,7 @@ def _check_compile_time(record: dict[str, Any], below: float = 10) -> None:
                           ("inference", "float16", TOY_FORWARD)])
 def test_toy_runs_and_reports_like_pytorch(tmp_path: Path, phase: str, dtype: str,
                                            matmul_flops: int) -> None:
-    record = _ok(run_in_process(_experiment(tmp_path, "exp.model=toy", f"exp.phase={phase}",
+    record = ok(run_in_process(_experiment(tmp_path, "exp.model=toy", f"exp.phase={phase}",
                                             f"exp.dtype={dtype}", "exp.replica_batch=16")))
     assert record["sys.model_params"] == TOY_PARAMS
     assert record["results.throughput_unit"] == "samples/s"
@@ -69,7 +60,7 @@ def test_toy_runs_and_reports_like_pytorch(tmp_path: Path, phase: str, dtype: st
 
 
 def test_adam_rbg_and_bfloat16_train_too(tmp_path: Path) -> None:
-    record = _ok(run_in_process(_experiment(
+    record = ok(run_in_process(_experiment(
         tmp_path, "exp.model=toy", "exp.replica_batch=4", "jax.optimizer=adam",
         "jax.prng_impl=rbg", "exp.dtype=bfloat16")))
     assert math.isfinite(record["results.loss_last"])
@@ -79,7 +70,7 @@ def test_adam_rbg_and_bfloat16_train_too(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_resnet18_small_images_bfloat16(tmp_path: Path) -> None:
-    record = _ok(run_in_process(_experiment(
+    record = ok(run_in_process(_experiment(
         tmp_path, "exp.model=resnet18", "exp.image_size=32", "exp.replica_batch=2",
         "exp.dtype=bfloat16", "exp.phase=inference", "exp.num_batches=2")))
     assert record["sys.model_params"] == 11_689_512
@@ -90,7 +81,7 @@ def test_resnet18_small_images_bfloat16(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_gpt2_short_sequences_count_tokens(tmp_path: Path) -> None:
-    record = _ok(run_in_process(_experiment(
+    record = ok(run_in_process(_experiment(
         tmp_path, "exp.model=gpt2_small", "exp.seq_len=8", "exp.replica_batch=1",
         "exp.phase=inference", "exp.num_batches=1")))
     assert record["sys.model_params"] == 124_439_808
@@ -165,8 +156,8 @@ def test_cli_runs_data_parallel_on_two_cpu_devices(dlbench: CliRunner, tmp_path:
     (log,) = (out / "logs").glob("jax-toy-*.log")
     two, warnings = parse_log(log)
     assert warnings == []
-    one = _ok(run_in_process(_experiment(tmp_path / "one", *common, "exp.replica_batch=8")))
-    assert _ok(two)["sys.jax_devices"] == ["cpu:0", "cpu:1"]
+    one = ok(run_in_process(_experiment(tmp_path / "one", *common, "exp.replica_batch=8")))
+    assert ok(two)["sys.jax_devices"] == ["cpu:0", "cpu:1"]
     assert two["exp.effective_batch"] == one["exp.effective_batch"] == 8
     assert two["results.loss_last"] == pytest.approx(one["results.loss_last"], rel=1e-5)
     # Each device's program, per sample of its half of the batch: the same work, plus

@@ -22,10 +22,7 @@ from dlbench.backends.pytorch import _flop_formulas
 from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.models.pytorch.workloads import make_workload
 from tests.conftest import CliRunner
-from tests.integration.worker import plan_one, run_in_process
-
-# toy: Linear(64, 128), ReLU, Linear(128, 10): 2*m*n*k per matrix product.
-TOY_FORWARD = 2 * 64 * 128 + 2 * 128 * 10  # 18,944
+from tests.integration.worker import TOY_FORWARD, plan_one, run_in_process
 
 
 @pytest.fixture(autouse=True)

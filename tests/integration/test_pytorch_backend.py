@@ -12,15 +12,12 @@ from PIL import Image
 from torch.utils.flop_counter import FlopCounterMode
 
 from dlbench.backends import pytorch as pytorch_backend
-from tests.integration.worker import plan_one, run_in_process
-
-# toy: Linear(64, 128), ReLU, Linear(128, 10). FlopCounterMode counts 2*m*n*k per
-# matrix product. Forward: 2*64*128 + 2*128*10 per sample.
-TOY_FORWARD = 2 * 64 * 128 + 2 * 128 * 10  # 18,944
-# Backward: the first layer's weight gradient only (its input needs no gradient),
-# the second layer's input and weight gradients; bias gradients are sums, not counted.
-TOY_BACKWARD = 2 * 64 * 128 + 2 * (2 * 128 * 10)  # 21,504, not 2 x forward
-TOY_TRAINING = TOY_FORWARD + TOY_BACKWARD  # 40,448
+from tests.integration.worker import (
+    TOY_FORWARD,
+    TOY_TRAINING,
+    plan_one,
+    run_in_process,
+)
 
 
 def _experiment(tmp_path: Path, *params: str) -> dict[str, Any]:

@@ -27,23 +27,18 @@ from dlbench.errors import ConfigError  # noqa: E402
 from dlbench.models import build_pytorch_model  # noqa: E402
 from dlbench.worker.experiment import backend_params  # noqa: E402
 from tests.conftest import REPO, CliRunner  # noqa: E402
-from tests.integration.worker import plan_one, run_in_process  # noqa: E402
-
-# toy: Dense(64 → 128), ReLU, Dense(128 → 10), as PyTorch's FlopCounterMode counts it
-# (tests/integration/test_pytorch_backend.py): forward, and forward plus backward
-# without the first layer's input gradient.
-TOY_FORWARD = 2 * 64 * 128 + 2 * 128 * 10
-TOY_TRAINING = TOY_FORWARD + 2 * 64 * 128 + 2 * (2 * 128 * 10)
+from tests.integration.worker import (  # noqa: E402
+    TOY_FORWARD,
+    TOY_TRAINING,
+    ok,
+    plan_one,
+    run_in_process,
+)
 
 
 def _experiment(tmp_path: Path, *params: str) -> dict[str, Any]:
     return plan_one(tmp_path, "exp.framework=tensorflow", "monitor.enabled=false",
                     "exp.num_warmup_batches=1", "exp.num_batches=3", *params)
-
-
-def _ok(record: dict[str, Any]) -> dict[str, Any]:
-    assert record["exp.status"] == "ok", record.get("exp.status_msg")
-    return record
 
 
 def _torch_training_flops(model_id: str, shape: tuple[int, ...]) -> int:
@@ -63,7 +58,7 @@ def _torch_training_flops(model_id: str, shape: tuple[int, ...]) -> int:
 def test_toy_runs_with_pytorch_flops_and_compile_time_apart(
     tmp_path: Path, phase: str, flops: int
 ) -> None:
-    record = _ok(run_in_process(_experiment(
+    record = ok(run_in_process(_experiment(
         tmp_path, "exp.model=toy", f"exp.phase={phase}", "exp.replica_batch=4",
         "exp.num_warmup_batches=0")))
     assert record["results.throughput_unit"] == "samples/s"
@@ -81,7 +76,7 @@ def test_toy_runs_with_pytorch_flops_and_compile_time_apart(
 
 
 def test_mixed_float16_scales_the_loss(tmp_path: Path) -> None:
-    record = _ok(run_in_process(_experiment(
+    record = ok(run_in_process(_experiment(
         tmp_path, "exp.model=toy", "exp.dtype=float16", "exp.replica_batch=4")))
     assert record["sys.framework_build"]["dtype_policy"] == "mixed_float16"
     assert 0 < record["results.loss_last"] < 10
@@ -90,7 +85,7 @@ def test_mixed_float16_scales_the_loss(tmp_path: Path) -> None:
 
 
 def test_bfloat16_with_adam_and_xla(tmp_path: Path) -> None:
-    record = _ok(run_in_process(_experiment(
+    record = ok(run_in_process(_experiment(
         tmp_path, "exp.model=toy", "exp.dtype=bfloat16", "tensorflow.optimizer=adam",
         "tensorflow.xla=true", "exp.replica_batch=4")))
     assert record["sys.framework_build"]["dtype_policy"] == "mixed_bfloat16"
@@ -101,7 +96,7 @@ def test_bfloat16_with_adam_and_xla(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_resnet18_training_at_a_small_size_counts_pytorch_flops(tmp_path: Path) -> None:
-    record = _ok(run_in_process(_experiment(
+    record = ok(run_in_process(_experiment(
         tmp_path, "exp.model=resnet18", "exp.image_size=32", "exp.replica_batch=2",
         "exp.num_batches=2")))
     assert record["results.throughput_unit"] == "images/s"
@@ -112,7 +107,7 @@ def test_resnet18_training_at_a_small_size_counts_pytorch_flops(tmp_path: Path) 
 
 @pytest.mark.slow
 def test_language_model_counts_tokens(tmp_path: Path) -> None:
-    record = _ok(run_in_process(_experiment(
+    record = ok(run_in_process(_experiment(
         tmp_path, "exp.model=gpt2_small", "exp.phase=inference", "exp.seq_len=8",
         "exp.replica_batch=1", "exp.num_batches=2")))
     assert record["results.throughput_unit"] == "tokens/s"

@@ -12,6 +12,7 @@ from torch import nn
 from dlbench.config.catalog import _CORE_MODELS, MODELS, model_input_shape
 from dlbench.models import MIN_IMAGE_SIZE, ImageTooSmall, build_pytorch_model
 from dlbench.models.pytorch import PYTORCH_BUILDERS
+from tests.unit.meta_models import build_on_meta, count_params
 
 # The core models; the vision zoo and the domain models have test files of their own.
 PYTORCH_MODELS = [info.id for info in _CORE_MODELS if "pytorch" in info.frameworks]
@@ -19,20 +20,6 @@ IMAGE_MODELS = [model_id for model_id in PYTORCH_MODELS if MODELS[model_id].is_i
 
 # Small enough for a fast CPU test, large enough to be a size the brief supports.
 SMALL_IMAGE_SIZE = {"deep_mnist": 28, "alexnet": 64}  # resnets: 32 px
-
-
-
-def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
-def build_on_meta(model_id: str, image_size: int = 0, num_classes: int | None = None) -> nn.Module:
-    """Build without allocating or initialising storage: counts come for free."""
-    info = MODELS[model_id]
-    with torch.device("meta"):
-        return build_pytorch_model(
-            model_id, model_input_shape(info, image_size), num_classes or info.num_classes
-        )
 
 
 def test_every_catalog_model_has_a_builder() -> None:

@@ -20,6 +20,7 @@ from dlbench.models import build_pytorch_model
 from dlbench.models.pytorch import PYTORCH_BUILDERS
 from dlbench.models.pytorch.inception import InceptionAux
 from dlbench.models.pytorch.vit import VisionTransformer
+from tests.unit.meta_models import build_on_meta, count_params
 
 VISION_IDS = [info.id for info in VISION_MODELS]
 
@@ -78,19 +79,6 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
-def build_on_meta(model_id: str, image_size: int = 0, num_classes: int | None = None) -> nn.Module:
-    """Build without allocating or initialising storage: counts and shapes for free."""
-    info = MODELS[model_id]
-    with torch.device("meta"):
-        return build_pytorch_model(
-            model_id, model_input_shape(info, image_size), num_classes or info.num_classes
-        )
 
 
 def small_size(model_id: str) -> int:

@@ -16,7 +16,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
@@ -24,7 +25,12 @@ from dlbench.errors import WorkerError
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["MIN_IMAGE_SIZE", "ImageTooSmall", "build_pytorch_model", "check_input_shape"]
+__all__ = [
+    "MIN_IMAGE_SIZE", "ImageTooSmall", "build_pytorch_model", "check_input_shape",
+    "model_builder",
+]
+
+_Builder = TypeVar("_Builder")
 
 #: The smallest image side (pixels) of the models that have one, from the catalog.
 MIN_IMAGE_SIZE: dict[str, int] = {
@@ -56,6 +62,23 @@ def check_input_shape(model_id: str, input_shape: tuple[int, ...]) -> None:
         raise ImageTooSmall(model_id, size, minimum)
 
 
+def model_builder(
+    builders: Mapping[str, _Builder], framework: str, model_id: str,
+    input_shape: tuple[int, ...],
+) -> _Builder:
+    """``builders[model_id]``, once ``input_shape`` suits the model
+    (:func:`check_input_shape`). Raises :class:`KeyError` naming ``framework`` and its
+    known ids when it has no builder for ``model_id`` (a bug: the planner refuses such
+    models)."""
+    try:
+        builder = builders[model_id]
+    except KeyError:
+        known = ", ".join(sorted(builders))
+        raise KeyError(f"no {framework} builder for model {model_id!r}; known: {known}") from None
+    check_input_shape(model_id, input_shape)
+    return builder
+
+
 def build_pytorch_model(model_id: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """Build the PyTorch module of ``model_id`` for samples of ``input_shape``.
 
@@ -72,10 +95,5 @@ def build_pytorch_model(model_id: str, input_shape: tuple[int, ...], num_classes
     # Imported here so that importing dlbench.models never imports torch.
     from dlbench.models.pytorch import PYTORCH_BUILDERS
 
-    try:
-        builder = PYTORCH_BUILDERS[model_id]
-    except KeyError:
-        known = ", ".join(sorted(PYTORCH_BUILDERS))
-        raise KeyError(f"no PyTorch builder for model {model_id!r}; known: {known}") from None
-    check_input_shape(model_id, input_shape)
-    return builder(input_shape, num_classes)
+    return model_builder(PYTORCH_BUILDERS, "PyTorch", model_id, input_shape)(
+        input_shape, num_classes)

@@ -24,7 +24,7 @@ from typing import Any
 
 from flax import linen as nn
 
-from dlbench.models import check_input_shape
+from dlbench.models import model_builder
 from dlbench.models.jax.lm import bert_base, gpt2_small
 from dlbench.models.jax.resnet import resnet18, resnet50
 from dlbench.models.jax.simple import deep_mnist, toy
@@ -61,12 +61,7 @@ def build_jax_model(
     layout), computing in ``dtype`` with float32 parameters. Raises :class:`KeyError`
     for an id without a JAX builder (a bug: the planner refuses such models) and
     :class:`dlbench.models.ImageTooSmall` when the image side is too small."""
-    try:
-        builder = JAX_BUILDERS[model_id]
-    except KeyError:
-        known = ", ".join(sorted(JAX_BUILDERS))
-        raise KeyError(f"no JAX builder for model {model_id!r}; known: {known}") from None
-    check_input_shape(model_id, input_shape)
+    builder = model_builder(JAX_BUILDERS, "JAX", model_id, input_shape)
     return builder(input_shape, num_classes, dtype)
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import keras
 
-from dlbench.models import check_input_shape
+from dlbench.models import model_builder
 from dlbench.models.tensorflow.lm import bert_base, gpt2_small
 from dlbench.models.tensorflow.resnet import resnet18, resnet50
 from dlbench.models.tensorflow.vision import alexnet_owt, deep_mnist, toy, vgg16
@@ -57,12 +57,7 @@ def build_tensorflow_model(
     convention: ``(C, H, W)`` for images). Raises :class:`KeyError` for an id without a
     TensorFlow builder (the planner refuses those) and
     :class:`dlbench.models.ImageTooSmall` below the model's smallest image side."""
-    try:
-        builder = TENSORFLOW_BUILDERS[model_id]
-    except KeyError:
-        known = ", ".join(TENSORFLOW_BUILDERS)
-        raise KeyError(f"no TensorFlow builder for model {model_id!r}; known: {known}") from None
-    check_input_shape(model_id, input_shape)
+    builder = model_builder(TENSORFLOW_BUILDERS, "TensorFlow", model_id, input_shape)
     return builder(input_shape, num_classes)
 
 
