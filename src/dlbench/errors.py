@@ -41,3 +41,13 @@ class WorkerError(DlbenchError):
     Raised inside the worker process only; the runner sees it as the experiment's
     ``exp.status_msg``.
     """
+
+
+class UsageError(DlbenchError):
+    """The command line itself is malformed: an unknown flag, a missing or ill-typed
+    value, a value outside a flag's choices."""
+
+
+class PathError(DlbenchError):
+    """A path given on the command line or in a parameter cannot be used: a file where
+    a directory is needed, a directory where a file is, or no permission."""

@@ -91,7 +91,8 @@ def test_hung_worker_times_out_and_sweep_goes_on(dlbench: CliRunner, tmp_path: P
     assert proc.returncode == 1
     by_failure = {r["fake.failure"]: r for r in _store_rows(tmp_path / "out").values()}
     assert by_failure["hang"]["exp.status"] == "timeout"
-    assert by_failure["hang"]["exp.status_msg"] == "timed out after 3 s"
+    # It says where the worker hung: the first warm-up batch.
+    assert by_failure["hang"]["exp.status_msg"] == "timed out after 3 s in warm-up at batch 0"
     assert by_failure["none"]["exp.status"] == "ok"
 
 

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from dlbench.cli.main import main
 from dlbench.config import load_spec, plan_experiments
-from dlbench.config.expand import expand
+from dlbench.config.expand import apply_extension, expand
 from dlbench.config.resolve import Resolver
+from dlbench.config.spec import Extension
 from dlbench.errors import ConfigError, SpecError
 
 #: A framework and model every test machine can plan.
@@ -121,12 +123,17 @@ def test_regex_condition_is_anchored_at_the_start() -> None:
 
 
 def test_list_condition_matches_any_element() -> None:
-    ext = {"condition": {"user.m": ["alex", "vgg"], "user.b": [8, 32]}, "parameters": {"user.x": 1}}
+    # As DLBS: a list is membership by equality; its strings are not regular expressions.
+    ext = {"condition": {"user.m": ["alexnet", "vgg"], "user.b": [8, 32]},
+           "parameters": {"user.x": 1}}
     exps = expanded(params=["user.x=0"], variables=["user.m=[resnet18, alexnet]", "user.b=[8, 16]"],
                 extensions=[ext])
     assert column(exps, "user.m", "user.b", "user.x") == [
         ("resnet18", 8, 0), ("resnet18", 16, 0), ("alexnet", 8, 1), ("alexnet", 16, 0),
     ]
+    prefix = {"condition": {"user.m": ["alex"]}, "parameters": {"user.x": 1}}
+    exps = expanded(params=["user.x=0"], variables=["user.m=[alexnet, alex]"], extensions=[prefix])
+    assert column(exps, "user.m", "user.x") == [("alexnet", 0), ("alex", 1)]
 
 
 def test_equality_condition_on_typed_values() -> None:
@@ -149,9 +156,13 @@ def test_condition_sees_resolved_values() -> None:
     assert exp["user.on"] == "cpu"
 
 
-def test_absent_key_never_matches() -> None:
-    ext = {"condition": {"user.absent": ".*"}, "parameters": {"user.hit": 1}}
+def test_absent_key_is_ignored_as_dlbs_relaxed_match() -> None:
+    ext = {"condition": {"user.absent": "x", "exp.phase": "train"}, "parameters": {"user.hit": 1}}
     [exp] = plan(extensions=[ext])
+    assert exp["user.hit"] == 1
+    other = {"condition": {"user.absent": "x", "exp.phase": "infer"},
+             "parameters": {"user.hit": 1}}
+    [exp] = plan(extensions=[other])
     assert "user.hit" not in exp
 
 
@@ -233,3 +244,39 @@ def test_varying_parameters_are_the_inputs_that_differ() -> None:
     # exp.log_file and exp.id differ but do not define the measurement.
     assert varying_parameters(exps) == ["exp.replica_batch", "user.tag"]
     assert varying_parameters([]) == []
+
+
+def test_sweep_over_the_limit_is_refused_before_building() -> None:
+    spec = load_spec(params=BASE, variables=["user.a=[1,2,3]", "user.b=[1,2]"])
+    assert len(plan_experiments(spec, max_experiments=6)) == 6
+    with pytest.raises(ConfigError) as err:
+        plan_experiments(spec, max_experiments=5)
+    assert str(err.value) == (
+        "the sweep has 6 experiments (user.a (3) x user.b (2)), more than the limit of 5; "
+        "narrow the variables or raise the limit with --max-experiments")
+
+
+def test_extension_cases_count_towards_the_limit() -> None:
+    ext = {"condition": {"user.a": [1]}, "cases": [{"user.c": k} for k in range(4)]}
+    spec = load_spec(params=BASE, variables=["user.a=[1,2]"], extensions=[json.dumps(ext)])
+    assert len(plan_experiments(spec, max_experiments=5)) == 5
+    with pytest.raises(ConfigError, match=r"^-E flag 1: its 4 cases make the sweep 5 "
+                                          r"experiments, more than the limit of 4;"):
+        plan_experiments(spec, max_experiments=4)
+
+
+def test_max_experiments_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["plan", "-P", "exp.framework=fake", "-P", "exp.model=toy", "-V", "user.a=[1,2,3]"]
+    assert main([*flags, "--max-experiments", "2"]) == 2
+    assert "more than the limit of 2" in capsys.readouterr().err
+    assert main([*flags, "--max-experiments", "3"]) == 0
+    assert "3 experiments" in capsys.readouterr().out
+    assert main([*flags, "--max-experiments", "0"]) == 2
+    assert "--max-experiments 0: give a limit of at least 1" in capsys.readouterr().err
+
+
+def test_empty_cases_keep_the_matched_experiment() -> None:
+    [raw] = expand(load_spec(params=BASE))
+    ext = Extension({"exp.model": "toy"}, {"user.x": 1}, [], "-E flag 1")
+    [one] = apply_extension([raw], ext)
+    assert one["user.x"].value == 1

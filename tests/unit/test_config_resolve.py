@@ -67,8 +67,9 @@ def test_references_inside_lists_and_dicts() -> None:
 
 
 def test_computed_value_keeps_the_type() -> None:
+    # References are text inside $(...)$, as in DLBS: a string is quoted by the expression.
     exp = plan_one("user.a=5", "user.s=abc", "user.e=$(${user.a} * 2)$",
-                   "user.u=$(${user.s}.upper())$", "user.half=$(${user.a} / 2)$")
+                   "user.u=$('${user.s}'.upper())$", "user.half=$(${user.a} / 2)$")
     assert (exp["user.e"], exp["user.u"], exp["user.half"]) == (10, "ABC", 2.5)
 
 
@@ -77,9 +78,13 @@ def test_computed_value_inside_a_string_interpolates_str() -> None:
     assert exp["user.x"] == "bs=10 ok=True"
 
 
-def test_computed_values_may_use_strings_with_quotes() -> None:
-    exp = plan_one("user.q=it's \"x\"", "user.n=$(len(${user.q}))$")
-    assert exp["user.n"] == len("it's \"x\"")
+def test_computed_values_quote_strings_themselves() -> None:
+    exp = plan_one("user.q=it's", "user.n=$(len(\"${user.q}\"))$")
+    assert exp["user.n"] == len("it's")
+    # The text goes in as it is: a quote of the same kind ends the literal early.
+    with pytest.raises(ConfigError, match=r"^user.n=.*\(from -P flag\) cannot be computed: "
+                                          r"invalid syntax.*\(evaluating \"len\('it's'\)\"\)$"):
+        plan_one("user.q=it's", "user.n=$(len('${user.q}'))$")
 
 
 @pytest.mark.parametrize(
@@ -225,8 +230,8 @@ def test_exp_id_ignores_another_frameworks_parameters() -> None:
 
 @pytest.mark.parametrize(
     "change",
-    ["exp.out_dir=/elsewhere", "exp.log_file=/tmp/x.log", "exp.timeout=5", "exp.rerun=always",
-     "exp.replica_batch='16'"],
+    ["exp.out_dir=/elsewhere", "exp.log_file=dlbench-out/x.log", "exp.timeout=5",
+     "exp.rerun=always", "exp.replica_batch='16'"],
 )
 def test_exp_id_ignores_non_identity_parameters(change: str) -> None:
     assert plan_one(change)["exp.id"] == plan_one()["exp.id"]
@@ -246,3 +251,54 @@ def test_exp_id_counts_a_users_own_values_as_written() -> None:
 def test_exp_id_referenced_by_a_user_value() -> None:
     exp = plan_one("user.tag=run-${exp.id}")
     assert exp["user.tag"] == f"run-{exp['exp.id']}"
+
+
+def test_references_in_a_computed_value_are_text_as_in_dlbs() -> None:
+    exp = plan_one("exp.gpus=0,1,2,3", "user.flag=true", "user.l=[a, 2]", "user.d={k: 1}",
+                   "user.bs=$(32 if \"${exp.device_type}\" == \"gpu\" else 16)$",
+                   "user.bs2=$(32 if '${exp.device_type}' == 'gpu' else 16)$",
+                   "user.tag=$(\"${exp.gpus}\".replace(\",\",\".\"))$",
+                   "user.on=$('yes' if ${user.flag} is True else 'no')$",
+                   "user.items=$('${user.l}'.split())$", "user.js=$('${user.d}')$")
+    assert (exp["user.bs"], exp["user.bs2"], exp["user.tag"], exp["user.on"]) == (
+        32, 32, "0.1.2.3", "yes")
+    assert (exp["user.items"], exp["user.js"]) == (["a", "2"], '{"k": 1}')
+
+
+def test_environment_fallback_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DLB_TEST_ROOT", "/srv/b")
+    monkeypatch.setenv("user.shadowed", "from-env")
+    exp = plan_one("user.shadowed=mine", "user.p=${DLB_TEST_ROOT}/x-${user.shadowed}")
+    assert exp["user.p"] == "/srv/b/x-mine"  # a parameter beats the environment
+    assert exp["exp.env_refs"] == {"DLB_TEST_ROOT": "/srv/b"}
+    assert "exp.env_refs" not in plan_one("user.p=plain")
+
+
+def test_unknown_name_is_neither_parameter_nor_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DLB_TEST_MISSING", raising=False)
+    with pytest.raises(ConfigError) as err:
+        plan_one("user.p=${DLB_TEST_MISSING}")
+    assert str(err.value) == (
+        "user.p='${DLB_TEST_MISSING}' (from -P flag) refers to unknown parameter "
+        "DLB_TEST_MISSING")
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (["user.a0=abcd", *(f"user.a{k}=${{user.a{k - 1}}}${{user.a{k - 1}}}"
+                            for k in range(1, 25))],
+         r"^user.a18=.* resolves to a string longer than 1000000 characters$"),
+        (["user.l0=[1, 2]", *(f"user.l{k}=['${{user.l{k - 1}}}', '${{user.l{k - 1}}}']"
+                              for k in range(1, 25))],
+         r"^user.l18=.* resolves to a value larger than 1000000 elements$"),
+        ([f"user.c{k}=${{user.c{k + 1}}}" for k in range(60)] + ["user.c60=1"],
+         r"^user.c0=.*references chained more than 50 deep \(user.c0 -> user.c1 -> \.\.\."),
+        (["user.r=" + "${" * 20 + "a" + "}" * 20], r"references nested more than 16 deep$"),
+    ],
+    ids=["string doubling", "list doubling", "chain", "nesting"],
+)
+def test_resolution_limits(params: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        plan_one(*params)

@@ -60,9 +60,14 @@ def test_json_file(tmp_path: Path) -> None:
     assert spec.variables["user.a"].value == [1, 2]
 
 
-def test_empty_file_is_an_empty_spec(tmp_path: Path) -> None:
-    spec = load_spec([write(tmp_path / "empty.yaml", "")])
-    assert (spec.parameters, spec.variables, spec.extensions) == ({}, {}, [])
+@pytest.mark.parametrize("name,text", [("empty.yaml", ""), ("comments.yaml", "# nothing\n\n"),
+                                       ("empty.json", "  \n")])
+def test_an_empty_file_is_refused_rather_than_planning_the_default_sweep(
+        tmp_path: Path, name: str, text: str) -> None:
+    # Changed deliberately (issue 11.4): an empty file used to plan the default sweep.
+    path = write(tmp_path / name, text)
+    with pytest.raises(SpecError, match=f"^spec file {re.escape(str(path))} is empty: "):
+        load_spec([path])
 
 
 def test_two_files_merge_in_order(tmp_path: Path) -> None:

@@ -60,15 +60,23 @@ def test_user_parameters_are_accepted() -> None:
     assert (exp["user.anything"], exp["user.more.dots"]) == (1, "x")
 
 
-@pytest.mark.parametrize("name", ["exp.id", "exp.status", "exp.status_msg"])
+@pytest.mark.parametrize("name", ["exp.id", "exp.status_msg", "exp.num_gpus"])
 def test_computed_parameters_cannot_be_set(name: str) -> None:
     message = error_of(params=[f"{name}=x"])
     assert message.startswith(f"{name} (from -P flag) cannot be set")
 
 
 def test_computed_parameter_in_a_case_cannot_be_set() -> None:
-    message = error_of(extensions=[{"cases": [{"exp.status": "ok"}]}])
-    assert message.startswith("exp.status (from case 1 of -E flag 1) cannot be set")
+    message = error_of(extensions=[{"cases": [{"exp.id": "abc"}]}])
+    assert message.startswith("exp.id (from case 1 of -E flag 1) cannot be set")
+
+
+def test_exp_status_takes_only_what_a_spec_may_ask_for() -> None:
+    # Changed deliberately (issue 10.3): exp.status may be set, to run an experiment
+    # ('' or 'ok') or to leave it out of the plan ('disabled', DLBS's way).
+    message = error_of(params=["exp.status=failure"])
+    assert message.startswith("exp.status='failure' (from -P flag) is not one of '', 'ok', "
+                              "'disabled', 'inactive'")
 
 
 @pytest.mark.parametrize(
@@ -220,10 +228,12 @@ def test_numeric_edges_are_accepted() -> None:
 
 def test_same_log_file_for_two_experiments_names_both_ids() -> None:
     with pytest.raises(ConfigError) as err:
-        plan(params=["exp.log_file=/tmp/one.log"], variables=["exp.replica_batch=[8, 16]"])
+        plan(params=["exp.log_file=dlbench-out/one.log"],
+             variables=["exp.replica_batch=[8, 16]"])
     ids = [e["exp.id"] for e in plan(variables=["exp.replica_batch=[8, 16]"])]
     message = str(err.value)
-    assert message.startswith("exp.log_file='/tmp/one.log' (from -P flag) is the same for")
+    assert message.startswith(
+        "exp.log_file='dlbench-out/one.log' (from -P flag) is the same for")
     assert ids[0] in message and ids[1] in message
 
 

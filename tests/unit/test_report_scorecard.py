@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -10,17 +11,16 @@ from typing import Any
 import pytest
 
 from dlbench.errors import ResultsError
-from dlbench.report.render import render_report
-from dlbench.report.scorecard import (
+from dlbench.report.baseline import (
     Baseline,
     Benchmark,
     dump_baseline,
-    evaluate,
     load_baseline,
     make_baseline,
     parse_baseline,
-    scorecard_report,
 )
+from dlbench.report.render import render_report
+from dlbench.report.scorecard import evaluate, scorecard_report
 
 
 def rec(model: str, thr: float, status: str = "ok",
@@ -46,25 +46,27 @@ def by_name(records: list[dict[str, Any]], baseline: Baseline) -> dict[str, Any]
 def test_result_drops_best_and_worst_of_four_or_more_runs() -> None:
     runs = [rec("a", t) for t in (90.0, 100.0, 101.0, 102.0, 130.0)]
     result = by_name(runs, Baseline([bench("a", 100.0)]))["a"]
-    # 90 and 130 dropped: (100 + 101 + 102) / 3 = 101; sd of 100, 101, 102 = 1
-    assert (result.result, result.sd, result.runs) == (101.0, 1.0, 5)
-    # sd% = 100 * 1 / 101 = 0.990099…; diff% = 100 * (101 / 100 - 1) = 1
-    assert result.sd_percent == pytest.approx(0.990099, abs=1e-6)
+    # 90 and 130 dropped: (100 + 101 + 102) / 3 = 101. sd, as Mila's, is of all five
+    # runs: mean 104.6, squared deviations sum to 899.2, sd = sqrt(899.2 / 4) = 14.9933
+    assert (result.result, result.runs) == (101.0, 5)
+    assert result.sd == pytest.approx(math.sqrt(224.8))
+    # sd% = 100 * 14.9933 / 101 = 14.8449…; diff% = 100 * (101 / 100 - 1) = 1
+    assert result.sd_percent == pytest.approx(14.8449, abs=1e-4)
     assert result.diff_percent == pytest.approx(1.0)
-    three = by_name(runs[:3], Baseline([bench("a", 100.0)]))["a"]
+    three = by_name(runs[:3], Baseline([bench("a", 100.0)], min_runs=3))["a"]
     assert three.result == pytest.approx(97.0)  # (90 + 100 + 101) / 3, nothing dropped
 
 
 def test_pass_within_tolerance_both_directions() -> None:
     records = [rec("a", 95.0), rec("b", 94.9)]
-    higher = by_name(records, Baseline([bench("a", 100.0), bench("b", 100.0)]))
+    higher = by_name(records, Baseline([bench("a", 100.0), bench("b", 100.0)], min_runs=1))
     # tolerance 5 %: pass needs result >= 100 * 0.95 = 95
-    assert (higher["a"].status, higher["b"].status) == ("PASS", "FAIL")
+    assert (higher["a"].within_tolerance, higher["b"].within_tolerance) == (True, False)
     lower = Baseline([bench("a", 90.0), bench("b", 91.0)], metric="results.throughput",
-                     higher_is_better=False)
+                     higher_is_better=False, min_runs=1)
     # lower is better: pass needs result <= target * 1.05: 94.5 < 95 fails, 95.55 > 94.9 passes
     got = by_name(records, lower)
-    assert (got["a"].status, got["b"].status) == ("FAIL", "PASS")
+    assert (got["a"].within_tolerance, got["b"].within_tolerance) == (False, True)
     # and its ratio is target / result: 91 / 94.9
     assert got["b"].ratio == pytest.approx(91 / 94.9)
 
@@ -72,21 +74,23 @@ def test_pass_within_tolerance_both_directions() -> None:
 def test_score_is_weighted_geometric_mean_with_penalty() -> None:
     records = [rec("a", 110.0), rec("b", 180.0), rec("c", 1.0, status="failure")]
     baseline = Baseline([bench("a", 100.0), bench("b", 200.0), bench("c", 50.0, weight=2.0),
-                         bench("d", 10.0, weight=0.0)])
+                         bench("d", 10.0, weight=0.0)], min_runs=1)
     report = scorecard_report(records, baseline)
     # r: a 110 / 100 = 1.1, b 180 / 200 = 0.9, c failed → 0.5 with weight 2, d missing
     # with weight 0 (no effect): (1.1 * 0.9 * 0.5²)^(1/4) = 0.2475^0.25 = 0.705332…
-    stats = {row[0]: row[1:] for row in report.tables[1].rows}
+    stats = {row[0]: row[1:] for row in report.tables[2].rows}
     assert stats["score"][0] == pytest.approx(0.2475 ** 0.25)
     assert stats["score"][0] == pytest.approx(0.705332, abs=1e-6)
-    assert stats["benchmarks present"] == [2, 4, "FAIL"]
-    assert stats["benchmarks passing"] == [1, 4, "FAIL"]
-    # mean diff over the present: (+10 % + -10 %) / 2 = 0
-    assert stats["mean diff%"][0] == pytest.approx(0.0)
-    statuses = {row[0]: row[-1] for row in report.tables[0].rows}
-    assert statuses == {"a": "PASS", "b": "FAIL", "c": "FAILED", "d": "MISSING"}
-    assert report.summary == [
-        "Overall: FAIL (2 missing or failed, 1 outside tolerance); score 0.7053"]
+    assert stats["Bench Passes"] == [2, 4, "False"]
+    assert stats["within tolerance"] == [1, 4, None]
+    # Performance, the mean diff over the present: (+10 % + -10 %) / 2 = 0, passes at >= 0
+    assert stats["Performance"][0] == pytest.approx(0.0)
+    assert stats["Performance"][1:] == [">= 0", "True"]
+    tolerance = {row[0]: row[-2:] for row in report.tables[0].rows}
+    assert tolerance == {"a": ["PASS", "ok"], "b": ["FAIL", "ok"], "c": [None, "FAILED"],
+                         "d": [None, "MISSING"]}
+    # Outside tolerance (b) is informational: only the missing and failed fail it.
+    assert report.summary == ["Overall: FAIL (2 missing or failed); score 0.7053"]
 
 
 def test_stability_quantile_against_threshold() -> None:
@@ -94,26 +98,29 @@ def test_stability_quantile_against_threshold() -> None:
     # b: 90, 110 → sd = √200 = 14.1421, sd% = 14.1421. 80 % quantile of two values:
     # position 0.8 * 1 = 0.8 → 1.41421 + 0.8 * (14.1421 - 1.41421) = 11.5980
     records = [rec("a", 99.0), rec("a", 101.0), rec("b", 90.0), rec("b", 110.0)]
-    report = scorecard_report(records, Baseline([bench("a", 100.0), bench("b", 100.0)]))
-    row = next(r for r in report.tables[1].rows if r[0].startswith("sd% quantile"))
+    report = scorecard_report(records, Baseline([bench("a", 100.0), bench("b", 100.0)],
+                                                min_runs=2))
+    row = next(r for r in report.tables[2].rows if r[0].startswith("Deviation Quantile"))
+    assert row[0] == "Deviation Quantile (80%)"
     assert row[1] == pytest.approx(math.sqrt(2) + 0.8 * (math.sqrt(200) - math.sqrt(2)))
-    assert row[2:] == ["<= 5%", "FAIL"]
+    assert row[2:] == ["< 5%", "False"]
     assert report.summary[0].startswith("Overall: FAIL (unstable)")
 
 
 def test_text_scorecard_prints_formula_and_thresholds() -> None:
-    report = scorecard_report([rec("a", 100.0)], Baseline([bench("a", 100.0)]), "base.json")
+    report = scorecard_report([rec("a", 100.0)], Baseline([bench("a", 100.0)], min_runs=1),
+                              "base.json")
     text = "\n".join(render_report(report, "text"))
     assert text.startswith("Scorecard against base.json\n")
     assert "Overall: PASS; score 1.0000" in text
     assert "score = exp(sum(w * ln r) / sum(w)), r = result / target;" in text
     assert "a MISSING or FAILED benchmark counts r = 0.5" in text
-    assert "PASS: result >= target * (1 - tolerance), tolerance 5%" in text
+    assert "PASS when result >= target * (1 - tolerance), tolerance 5%" in text
 
 
 def test_query_that_selects_several_configurations_is_warned_about() -> None:
     records = [rec("a", 100.0), rec("a", 120.0, extra={"exp.replica_batch": 64})]
-    _, warnings = evaluate(records, Baseline([bench("a", 100.0)]))
+    _, warnings = evaluate(records, Baseline([bench("a", 100.0)], min_runs=2))
     assert warnings == ["benchmark a selects runs that differ in exp.replica_batch; they are "
                         "averaged as one benchmark"]
 
@@ -133,8 +140,9 @@ def test_make_baseline_round_trips_in_every_format(tmp_path: Path) -> None:
         path = tmp_path / f"base{suffix}"
         path.write_text(dump_baseline(made, path))
         loaded = load_baseline(path)
+        assert loaded.min_runs == 4
         # "vgg16$" must not select vgg16_bn: every benchmark is one configuration.
-        report = scorecard_report(records, loaded)
+        report = scorecard_report(records, dataclasses.replace(loaded, min_runs=1))
         assert report.summary == ["Overall: PASS; score 1.0000"], suffix
         assert [b.target for b in loaded.benchmarks] == [101.0, 50.0, 300.0]
 
@@ -143,7 +151,10 @@ def test_time_metric_is_lower_is_better_by_default() -> None:
     made, _ = make_baseline([rec("a", 100.0)], metric="results.time")
     assert made.higher_is_better is False and made.benchmarks[0].target == 320.0  # 32000/100
     slower = rec("a", 80.0)  # 32000 / 80 = 400 ms > 320 * 1.05 = 336
-    assert by_name([slower], made)["a-training-b32"].status == "FAIL"
+    got = by_name([slower], dataclasses.replace(made, min_runs=1))["a-training-b32"]
+    assert got.within_tolerance is False
+    # diff% = 100 * (400 / 320 - 1) = +25; lower is better, so Performance sees -25.
+    assert got.diff_percent == pytest.approx(25.0) and got.figures.gain_percent == -25.0
 
 
 BAD = [

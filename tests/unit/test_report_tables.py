@@ -174,9 +174,11 @@ def test_exploration_aggregates_repeats_and_derives_from_unrounded_means() -> No
 
 
 def test_other_target_variable_is_one_table() -> None:
-    records = [rec(extra={"results.throughput": 150.0}), rec(extra={"results.throughput": 170.0})]
-    report = build_table_report(records, "weak-scaling", target="results.throughput")
-    assert [t.title for t in report.tables] == ["results.throughput"]
+    # Neither a batch time nor a throughput: nothing to derive. (results.throughput
+    # itself now gives speedup and efficiency in scaling reports.)
+    records = [rec(extra={"results.tflops": 150.0}), rec(extra={"results.tflops": 170.0})]
+    report = build_table_report(records, "weak-scaling", target="results.tflops")
+    assert [t.title for t in report.tables] == ["results.tflops"]
     assert float(report.tables[0].rows[0][2]) == 160.0  # (150 + 170) / 2
 
 

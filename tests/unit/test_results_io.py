@@ -121,7 +121,8 @@ def test_bad_files_are_errors_naming_them(
 def test_run_directory_prefers_its_store(tmp_path: Path) -> None:
     with LogWriter(tmp_path / "logs" / "x.log") as log:
         log.write("exp.id", "from-log")
-    assert load_records([tmp_path]) == [{"exp.id": "from-log"}]
+        log.write("exp.status", "ok")
+    assert load_records([tmp_path]) == [{"exp.id": "from-log", "exp.status": "ok"}]
     with Store.in_directory(tmp_path) as store:
         store.put({"exp.id": "from-store", "exp.status": "ok"})
     assert load_records([tmp_path]) == [{"exp.id": "from-store", "exp.status": "ok"}]
@@ -129,12 +130,26 @@ def test_run_directory_prefers_its_store(tmp_path: Path) -> None:
 
 
 def test_run_directory_logs_report_warnings(tmp_path: Path) -> None:
-    (tmp_path / "a.log").write_text('__exp.id__="a"\n__results.time__=[1,\n')
+    (tmp_path / "a.log").write_text('__exp.id__="a"\n__results.time__=[1,\n__exp.status__="ok"\n')
     (tmp_path / "empty").mkdir()
     warnings: list[ParseWarning] = []
     records = load_records([tmp_path, tmp_path / "empty"], parse_warnings=warnings)
-    assert records == [{"exp.id": "a"}]
+    assert records == [{"exp.id": "a", "exp.status": "ok"}]
     assert [(Path(w.path).name, w.line) for w in warnings] == [("a.log", 2), ("empty", 0)]
+    assert "no *.log or *.log.gz files" in str(warnings[1])
+
+
+def test_a_log_file_is_a_source(tmp_path: Path) -> None:
+    text = b'__exp.id__="a"\n__exp.status__="ok"\n'
+    (tmp_path / "a.log").write_bytes(text)
+    (tmp_path / "b.log.gz").write_bytes(gzip.compress(text.replace(b'"a"', b'"b"')))
+    (tmp_path / "c.log").write_bytes(b'__exp.id__="c"\n')
+    warnings: list[ParseWarning] = []
+    records = load_records([tmp_path / n for n in ("a.log", "b.log.gz", "c.log")],
+                           parse_warnings=warnings)
+    assert [(r["exp.id"], r["exp.status"]) for r in records] == [
+        ("a", "ok"), ("b", "ok"), ("c", "incomplete")]
+    assert [Path(w.path).name for w in warnings] == ["c.log"]
 
 
 def test_sources_concatenate_in_order(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.results.logfile import LINE_RE, LogWriter, format_line
+from dlbench.results.logfile import CUT_MARK, LINE_RE, LogWriter, format_line
 from dlbench.results.parser import parse_log
 
 
@@ -54,6 +54,7 @@ def test_writer_round_trip_through_parse_log(tmp_path: Path) -> None:
         "results.use": {"gpu": [1, 2]},
         "odd_name_": None,
         "results.inf": math.inf,
+        "exp.status": "ok",
     }
     path = tmp_path / "sub" / "dir" / "exp.log"
     with LogWriter(path) as log:
@@ -76,15 +77,28 @@ def test_writer_flushes_every_write(tmp_path: Path) -> None:
         log.write("exp.model", "x")
 
 
-def test_writer_appends_and_starts_a_fresh_line_after_a_partial_one(tmp_path: Path) -> None:
+def test_writer_marks_a_line_cut_short_and_starts_a_fresh_one(tmp_path: Path) -> None:
     path = tmp_path / "exp.log"
-    path.write_text('__exp.model__="alexnet"\n__results.time__=4')  # killed mid-line
+    # Killed mid-line: "4" is what is left of "41.5"; it must not be read as 4.
+    path.write_text('__exp.model__="alexnet"\n__results.time__=4')
     with LogWriter(path) as log:
-        log.write("exp.status", "ok")
-    assert path.read_text().splitlines()[-1] == '__exp.status__="ok"'
+        log.write("exp.status", "failure")
+    assert path.read_text().splitlines()[-2:] == [
+        f"__results.time__=4{CUT_MARK}", '__exp.status__="failure"']
     record, warnings = parse_log(path)
-    assert record == {"exp.model": "alexnet", "results.time": 4, "exp.status": "ok"}
-    assert warnings == []
+    assert record == {"exp.model": "alexnet", "exp.status": "failure"}
+    assert [(w.line, w.message) for w in warnings] == [
+        (2, "value of results.time was cut short when its writer stopped; key skipped")]
+
+
+@pytest.mark.parametrize("cut", ['__exp.model__="ale', "__exp.mod", "__x__=", "__x__=[1, 2]",
+                                 '__x__="a\\', "__x__=tru", "_", "__x__ "])
+def test_the_cut_mark_spoils_any_partial_line(tmp_path: Path, cut: str) -> None:
+    path = tmp_path / "exp.log"
+    path.write_text('__x__=1\n' + cut)
+    LogWriter(path).close()
+    record, _ = parse_log(path)
+    assert record.get("x") == 1 and "exp.model" not in record
 
 
 def test_writer_is_safe_across_threads(tmp_path: Path) -> None:
@@ -100,6 +114,7 @@ def test_writer_is_safe_across_threads(tmp_path: Path) -> None:
             thread.start()
         for thread in threads:
             thread.join()
+        log.write("exp.status", "ok")
     record, warnings = parse_log(path)
     assert warnings == []
-    assert len(record) == 800
+    assert len(record) == 801

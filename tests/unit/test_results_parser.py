@@ -1,8 +1,13 @@
-"""Log files → records: last value wins, junk is ignored, damage is a warning."""
+"""Log files → records: last value wins, junk is ignored, damage is a warning.
+
+The DLBS grammar, ``.log.gz`` and interoperability are in ``test_dlbs_logs.py``;
+damaged logs by the dozen in ``test_damaged_logs.py``.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +30,7 @@ def test_last_occurrence_wins_and_free_text_is_ignored(tmp_path: Path) -> None:
         "Loading model...\n"
         '__exp.model__="resnet50"\n'
         '__exp.status__="running"\n'
-        "  __not.a.key__=1 (indented: framework output)\n"
+        "loss=2.3 __not.a.key__=1 (mid-line: framework output)\n"
         "step 1/10 loss=2.3\n"
         '__exp.status__="ok"\r\n'
         "__results.time__=12.5\n",
@@ -35,17 +40,34 @@ def test_last_occurrence_wins_and_free_text_is_ignored(tmp_path: Path) -> None:
     assert warnings == []
 
 
+INCOMPLETE = {
+    "exp.status": "incomplete",
+    "exp.status_msg": "the log ends before the worker's closing exp.status "
+                      "(killed, or still running)",
+}
+
+
 def test_truncated_final_line_warns_with_its_line_number(tmp_path: Path) -> None:
     log = write(
         tmp_path / "killed.log",
         '__exp.model__="vgg16"\nnoise\n__results.time__=3.0\n__results.time_data__=[1.0, 2.',
     )
     record, warnings = parse_log(log)
-    assert record == {"exp.model": "vgg16", "results.time": 3.0}
-    assert len(warnings) == 1
-    assert warnings[0].line == 4
-    assert warnings[0].path == str(log)
-    assert str(warnings[0]).startswith(f"{log}:4: value of results.time_data is not valid JSON")
+    assert record == {"exp.model": "vgg16", "results.time": 3.0, **INCOMPLETE}
+    assert [str(w) for w in warnings] == [
+        f"{log}:4: last line has no line end (cut while being written); dropped",
+        f"{log}: no closing exp.status: record marked incomplete "
+        "(the run was killed, or is still running)",
+    ]
+    assert warnings[0].line == 4 and warnings[0].path == str(log)
+
+
+def test_a_value_cut_short_is_never_read_as_a_whole_one(tmp_path: Path) -> None:
+    # A valid JSON prefix ("15" of "159.78") without its line end is dropped.
+    log = write(tmp_path / "cut.log", '__exp.status__="ok"\n__results.throughput__=15')
+    record, warnings = parse_log(log)
+    assert "results.throughput" not in record
+    assert warnings[0].line == 2 and "no line end" in warnings[0].message
 
 
 def test_corrupt_later_value_keeps_the_earlier_one(tmp_path: Path) -> None:
@@ -59,18 +81,29 @@ def test_garbage_bytes_do_not_crash(tmp_path: Path) -> None:
     junk = bytes(b for b in range(256) if b != ord("\n")) * 4
     log = write(
         tmp_path / "g.log",
-        junk + b'\n__exp.model__="alexnet"\n\xff\xfe\x00\n__results.time__=\xff1\n__exp.x__=2\n',
+        junk + b'\n__exp.model__="alexnet"\n\xff\xfe\x00\n__results.time__=\xff1\n__exp.x__=2\n'
+        b'__exp.status__="ok"\n',
     )
     record, warnings = parse_log(log)
-    assert record == {"exp.model": "alexnet", "exp.x": 2}
-    assert [w.line for w in warnings] == [4]
+    assert record == {"exp.model": "alexnet", "exp.x": 2, "exp.status": "ok"}
+    assert [(w.line, w.message) for w in warnings] == [
+        (4, "line of results.time is not valid UTF-8; key skipped"),
+        (1, "NUL bytes in the file: part of it may be lost"),
+    ]
 
 
-def test_a_record_without_status_is_returned_as_it_is(tmp_path: Path) -> None:
-    log = write(tmp_path / "k.log", '__exp.model__="alexnet"\n__exp.id__="k"\n')
+def test_a_record_without_closing_status_is_marked_incomplete(tmp_path: Path) -> None:
+    # The worker writes exp.status "" with its parameters and the real one last.
+    log = write(tmp_path / "k.log", '__exp.model__="alexnet"\n__exp.status__=""\n')
     records, warnings = parse_logs([log])
-    assert records == [{"exp.model": "alexnet", "exp.id": "k"}]
-    assert warnings == []
+    assert records == [{"exp.model": "alexnet", **INCOMPLETE}]
+    assert [w.message for w in warnings] == [
+        "no closing exp.status: record marked incomplete (the run was killed, or is still running)"
+    ]
+    # Any non-empty status closes a record: the worker's, the runner's, DLBS's.
+    for status in ("ok", "failure", "timeout", "skipped"):
+        write(log, f'__exp.model__="alexnet"\n__exp.status__="{status}"\n')
+        assert parse_logs([log]) == ([{"exp.model": "alexnet", "exp.status": status}], [])
 
 
 def test_log_without_keys_gives_no_record_and_a_warning(tmp_path: Path) -> None:
@@ -82,13 +115,17 @@ def test_log_without_keys_gives_no_record_and_a_warning(tmp_path: Path) -> None:
     assert str(warnings[0]) == f"{log}: {warnings[0].message}"
 
 
+def done(n: int) -> str:
+    return f'__n__={n}\n__exp.status__="ok"\n'
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    write(tmp_path / "b.log", "__n__=2\n")
-    write(tmp_path / "a.log", "__n__=1\n")
-    write(tmp_path / "notes.txt", "__n__=99\n")
-    write(tmp_path / "sub" / "c.log", "__n__=3\n")
-    write(tmp_path / "sub" / "deeper" / "d.log", "__n__=4\n")
+    write(tmp_path / "b.log", done(2))
+    write(tmp_path / "a.log", done(1))
+    write(tmp_path / "notes.txt", done(99))
+    write(tmp_path / "sub" / "c.log", done(3))
+    write(tmp_path / "sub" / "deeper" / "d.log", done(4))
     return tmp_path
 
 
@@ -121,14 +158,14 @@ def test_unreadable_file_is_a_warning_and_others_are_still_read(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # chmod does not stop root, so make one file unreadable from the inside.
-    real_read_bytes = Path.read_bytes
+    real_open = Path.open
 
-    def read_bytes(self: Path) -> bytes:
+    def open_(self: Path, *args: Any, **kwargs: Any) -> Any:
         if self.name == "b.log":
             raise PermissionError(13, "Permission denied", str(self))
-        return real_read_bytes(self)
+        return real_open(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(Path, "open", open_)
     records, warnings = parse_logs([tree], recursive=True)
     assert [r["n"] for r in records] == [1, 3, 4]
     assert [str(w) for w in warnings] == [

@@ -89,6 +89,9 @@ class FakeBackend(Backend):
             os._exit(3)
         if self.failure == "signal":
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.failure == "oom":
+            # What an allocation that does not fit raises: no message.
+            raise MemoryError
         if self.failure == "hang":
             while True:
                 time.sleep(3600)

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.errors import ResultsError
+from dlbench.report.baseline import dump_baseline, load_baseline, make_baseline
 from dlbench.report.model import Report
 from dlbench.report.render import render_report
-from dlbench.report.scorecard import dump_baseline, load_baseline, make_baseline, scorecard_report
+from dlbench.report.scorecard import scorecard_report
 from dlbench.report.tables import build_table_report
 from dlbench.results.io import load_records, write_atomically
 from dlbench.results.parser import ParseWarning

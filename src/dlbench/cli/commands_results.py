@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from dlbench.results.io import dumps_records, load_records, write_records
-from dlbench.results.parser import parse_logs
+from dlbench.results.parser import ParseWarning, parse_logs
 from dlbench.results.query import parse_query, select_records
 from dlbench.results.table import choose_columns, format_table
 
@@ -27,7 +27,11 @@ def parse(args: argparse.Namespace) -> int:
 def query(args: argparse.Namespace) -> int:
     """Print the records that match --where."""
     where = parse_query(args.where, "--where")
-    records = load_records(args.input)
+    warnings: list[ParseWarning] = []
+    # From logs (no store), a damaged or incomplete log is worth knowing about here too.
+    records = load_records(args.input, parse_warnings=warnings)
+    for warning in warnings:
+        print(f"dlbench: warning: {warning}", file=sys.stderr)
     selected = select_records(records, where, "--where", f"--input {' '.join(args.input)}")
     if args.format == "json":
         print(dumps_records(selected))

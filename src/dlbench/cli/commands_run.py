@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,12 @@ from typing import Any
 from dlbench.config import load_spec, plan_experiments
 from dlbench.config.registry import varying_parameters
 from dlbench.config.spec import Sourced
-from dlbench.errors import ConfigError
+from dlbench.errors import ConfigError, PathError
 from dlbench.launch.runner import Runner
+from dlbench.launch.signals import SIGUSR1_EXIT_STATUS
 from dlbench.results.table import format_table
 from dlbench.suites import suite_path
+from dlbench.textsafe import safe_text
 
 #: Columns of the results table besides the parameters that vary.
 RESULT_COLUMNS = [
@@ -32,6 +35,8 @@ RESULT_HEADERS = {
 
 def _planned(args: argparse.Namespace) -> list[dict[str, Any]]:
     overrides = {}
+    if args.out is not None and not args.out.strip():
+        raise PathError("--out: empty path; give the run directory, e.g. --out runs/sweep")
     if args.out is not None:
         overrides["exp.out_dir"] = (str(Path(args.out).resolve()), "--out flag")
     configs = [*(suite_path(name) for name in args.suite), *args.config]
@@ -42,7 +47,7 @@ def _planned(args: argparse.Namespace) -> list[dict[str, Any]]:
         from dlbench.launch.slurm_node import AUTO_RENDEZVOUS
 
         spec.parameters["exp.rendezvous"] = Sourced(AUTO_RENDEZVOUS, "--launcher slurm")
-    experiments = plan_experiments(spec)
+    experiments = plan_experiments(spec, args.max_experiments)
     if args.out is None:
         # The default run directory is relative: pin it (and the logs under it) to where
         # the command was started, whatever the worker's working directory.
@@ -50,6 +55,53 @@ def _planned(args: argparse.Namespace) -> list[dict[str, Any]]:
             for key in ("exp.out_dir", "exp.log_file"):
                 exp[key] = str(Path(exp[key]).resolve())
     return experiments
+
+
+def _check_directory(path: Path, what: str) -> None:
+    """Raise a one-line PathError naming ``what`` (the flag or parameter ``path`` came
+    from) unless ``path`` is a writable directory or can be created as one. Creates
+    nothing."""
+    for part in [path, *path.parents]:
+        if not (part.exists() or part.is_symlink()):
+            continue
+        if not part.is_dir():
+            kind = "is not a directory" if part == path else f"is under {part}, a file"
+            raise PathError(f"{what} {path}: {kind}")
+        if not os.access(part, os.W_OK | os.X_OK):
+            where = "" if part == path else f" (in {part})"
+            raise PathError(f"{what} {path}: not writable{where}")
+        return
+
+
+def _make_directory(path: Path, what: str) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise PathError(f"{what} {path}: cannot create it ({error.strerror})") from None
+
+
+def check_run_paths(experiments: list[dict[str, Any]], out_flag: bool) -> None:
+    """Before anything runs: every run directory and log folder can be created and
+    written, and no log file is a directory; then create them. Raises PathError
+    naming ``--out`` (when ``out_flag``) or the parameter, having created nothing
+    when a check fails."""
+    out_what = "--out" if out_flag else "exp.out_dir"
+    folders: dict[Path, str] = {}
+    for out_dir in sorted({str(exp["exp.out_dir"]) for exp in experiments}):
+        if not out_dir.strip():
+            raise PathError("exp.out_dir: empty path; give the run directory")
+        folders[Path(out_dir)] = out_what
+    for log_file in sorted({str(exp["exp.log_file"]) for exp in experiments}):
+        path = Path(log_file)
+        if not log_file.strip() or log_file.endswith(("/", os.sep)):
+            raise PathError(f"exp.log_file {log_file!r}: not a file name")
+        if path.is_dir():
+            raise PathError(f"exp.log_file {path}: is a directory")
+        folders.setdefault(path.parent, "exp.log_file's folder")
+    for folder, what in folders.items():
+        _check_directory(folder, what)
+    for folder, what in folders.items():
+        _make_directory(folder, what)
 
 
 def _parameter_columns(records: list[dict[str, Any]]) -> list[str]:
@@ -99,10 +151,13 @@ def _runner(args: argparse.Namespace) -> Runner:
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, then print the results table and where the files are.
 
-    Exit status: 0 when every experiment is ok, 1 when one is not, 130 after Ctrl-C.
+    Exit status: 0 when every experiment is ok or skipped (out of memory at a smaller
+    batch, which is itself a failure), 1 when one failed, 130 after Ctrl-C or SIGTERM,
+    138 (128 + SIGUSR1) after a SIGUSR1 stop; 2 for a mistake in the command.
     """
     runner = _runner(args)
     experiments = _planned(args)
+    check_run_paths(experiments, args.out is not None)
     try:
         result = runner.run(experiments)
     finally:
@@ -114,16 +169,26 @@ def run(args: argparse.Namespace) -> int:
     for line in format_table(records, columns, headers):
         print(line)
     out_dirs = sorted({str(r["exp.out_dir"]) for r in records})
-    for out_dir in out_dirs:
+    for out_dir in map(safe_text, out_dirs):
         print(f"\nRun directory: {out_dir}")
         print(f"  logs:    {Path(out_dir) / 'logs'}")
         print(f"  results: {Path(out_dir) / 'results.sqlite'}  (dlbench query --input {out_dir})")
+    not_run = len(experiments) - len(records)
     if result.interrupted:
-        print(f"Interrupted: {len(experiments) - len(records)} experiment(s) not run; run the "
-              "same command again to resume.", file=sys.stderr)
+        print(f"Interrupted: {not_run} experiment(s) not run; run the same command again to "
+              "resume.", file=sys.stderr)
         return 130
-    if result.failed:
-        print(f"{len(result.failed)} of {len(records)} experiment(s) did not end ok; see "
+    if result.stopped:
+        print(f"Stopped on SIGUSR1 after the current experiment: {not_run} experiment(s) not "
+              "started; run the same command again to resume.", file=sys.stderr)
+        return SIGUSR1_EXIT_STATUS
+    failed = [o for o in result.failed if o.status != "skipped"]
+    skipped = len(result.failed) - len(failed)
+    if skipped:
+        print(f"{skipped} experiment(s) skipped: a smaller batch of the same configuration "
+              "ran out of memory.", file=sys.stderr)
+    if failed:
+        print(f"{len(failed)} of {len(records)} experiment(s) did not end ok; see "
               "exp.status_msg and the logs.", file=sys.stderr)
         return 1
     return 0

@@ -1,7 +1,9 @@
 """``dlbench``: parse the command line, call the library, print.
 
-Errors a user can cause (:class:`~dlbench.errors.DlbenchError`) print as one line on
-stderr with exit status 2; anything else is a bug and keeps its traceback.
+Errors a user can cause (:class:`~dlbench.errors.DlbenchError`, argparse's own errors,
+a file named on the command line that cannot be read or written) print as one line on
+stderr with exit status 2; Ctrl-C ends with 130 and no traceback; anything else is a
+bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from collections.abc import Callable, Sequence
 
 from dlbench import __version__
 from dlbench.cli import commands_help, commands_results, commands_run
+from dlbench.cli.usage import Parser
 from dlbench.errors import DlbenchError
+from dlbench.textsafe import safe_text
+
+#: Exit status after Ctrl-C: 128 + SIGINT, the shell's convention.
+INTERRUPTED_EXIT_STATUS = 130
 
 
 def _add_spec_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,11 +43,13 @@ def _add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--out", metavar="DIR", default=None,
                        help="run directory (sets exp.out_dir; default dlbench-out); running "
                             "the same sweep into the same directory resumes it")
+    group.add_argument("--max-experiments", type=int, default=100_000, metavar="N",
+                       help="refuse a sweep of more than N experiments (default 100000)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every sub-command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dlbench", allow_abbrev=False,
         description="Deep-learning benchmarks: describe a sweep, run it, read the numbers.")
     parser.add_argument("--version", action="version", version=f"dlbench {__version__}")
@@ -196,17 +205,34 @@ def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     return handler
 
 
+def _error(message: str) -> None:
+    # One line whatever the message holds: newlines and escape sequences are escaped.
+    print(f"dlbench: error: {safe_text(message)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help and --version print, then exit 0
+            return done.code if isinstance(done.code, int) else 0
         status: int = args.handler(args)
     except DlbenchError as error:
-        print(f"dlbench: error: {error}", file=sys.stderr)
+        _error(str(error))
         return error.exit_status
     except BrokenPipeError:  # `dlbench query ... | head`
         return 0
+    except KeyboardInterrupt:  # Ctrl-C while planning, loading or writing
+        print("dlbench: interrupted", file=sys.stderr)
+        return INTERRUPTED_EXIT_STATUS
+    except OSError as error:
+        # A file or directory named on the command line that cannot be read or
+        # written, caught by no closer check: still the user's to fix, not a bug.
+        where = f"{error.filename}: " if error.filename else ""
+        _error(f"{where}{error.strerror or error}")
+        return 2
     return status
 
 

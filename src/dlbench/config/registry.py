@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS
+from dlbench.config.dlbs_names import is_dlbs_name
 
 #: The types a parameter may declare. ``any`` accepts every JSON value.
 PARAM_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
@@ -109,8 +110,31 @@ class Registry:
 
 
 def is_user_param(name: str) -> bool:
-    """True for names in the free ``user.`` namespace."""
-    return name.startswith(USER_NAMESPACE) and len(name) > len(USER_NAMESPACE)
+    """True for names in the free ``user.`` namespace, and for the DLBS names dlbench
+    carries without using them (``caffe.fork``, ``exp.proj``: see
+    :mod:`dlbench.config.dlbs_names`), which are treated the same way."""
+    return (name.startswith(USER_NAMESPACE) and len(name) > len(USER_NAMESPACE)) or (
+        is_dlbs_name(name))
+
+
+def _text_of(name: str) -> str:
+    """A reference to ``name`` inside ``$(...)$`` that reads as the value's text
+    whether the reference is replaced by the value's text (as DLBS does) or by a
+    Python literal: the literal's quotes are stripped."""
+    return '"""${' + name + '}""".strip("\'")'
+
+
+def _title_of(name: str, titles: Mapping[str, str]) -> str:
+    """``$(...)$`` giving the title of the id in ``name``, or the id itself if it has none
+    (an unknown id is reported by the plan checks, not here)."""
+    key = _text_of(name)
+    entries = ", ".join(f"{k!r}: {v!r}" for k, v in titles.items())
+    return f"$({{{key}: {key}, {entries}}}[{key}])$"
+
+
+#: Statuses a spec may give exp.status: run the experiment (empty or `ok`), or leave it
+#: out of the plan (DLBS's `disabled`, `inactive`).
+STATUS_INPUTS = ("", "ok", "disabled", "inactive")
 
 
 _EXP = [
@@ -121,19 +145,37 @@ _EXP = [
     Param("exp.phase", "str", "training",
           "`training` (forward, loss, backward, optimizer step) or `inference` (forward only).",
           choices=("training", "inference")),
+    Param("exp.framework_title", "str", _title_of("exp.framework", {
+              k: v.title for k, v in FRAMEWORKS.items()}),
+          "Human title of exp.framework (`PyTorch`); derived.", identity=False),
+    Param("exp.model_title", "str", _title_of("exp.model", {k: v.title for k, v in MODELS.items()}),
+          "Human title of exp.model (`ResNet-50`); derived.", identity=False),
     Param("exp.gpus", "str", "",
           "GPUs in DLBS syntax: empty for CPU, `0` for one GPU, `0,1` for two replicas on GPUs 0 "
-          "and 1."),
-    Param("exp.device_type", "str", "$('gpu' if ${exp.gpus} else 'cpu')$",
+          "and 1. DLBS's `0:1,2:3` (two replicas of two GPUs each) is understood by the "
+          "derived values and refused by the plan: no dlbench framework runs a replica on "
+          "several GPUs."),
+    Param("exp.num_local_gpus", "int",
+          f"$(len({_text_of('exp.gpus')}.replace(':', ' ').replace(',', ' ').split()))$",
+          "GPUs of this node in exp.gpus; derived.", identity=False, settable=False),
+    Param("exp.num_gpus", "int", "$(${exp.num_local_gpus} * ${exp.num_nodes})$",
+          "GPUs of all nodes: exp.num_local_gpus times exp.num_nodes; derived.",
+          identity=False, settable=False),
+    Param("exp.device_type", "str", "$('gpu' if ${exp.num_gpus} > 0 else 'cpu')$",
           "`cpu` or `gpu`; derived from exp.gpus.", choices=("cpu", "gpu")),
     Param("exp.num_nodes", "int", 1, "Number of nodes."),
     Param("exp.num_local_replicas", "int",
-          "$(len(${exp.gpus}.split(',')) if ${exp.gpus} and ${exp.parallel_jobs} == 1 else 1)$",
+          f"$(len({_text_of('exp.gpus')}.replace(',', ' ').split()) if ${{exp.num_local_gpus}} "
+          f"and {_text_of('exp.parallel_jobs')} == '1' else 1)$",
           "Data-parallel replicas per node: the GPUs in exp.gpus (one with exp.parallel_jobs "
           "> 1, whose copies take one GPU each), or worker processes on CPU."),
     Param("exp.num_replicas", "int", "$(${exp.num_local_replicas} * ${exp.num_nodes})$",
           "All replicas: local replicas times nodes. The scaling axis of reports."),
-    Param("exp.replica_batch", "int", 16, "Per-replica batch size (samples per step per replica)."),
+    Param("exp.replica_batch", "int", 16,
+          "Per-replica batch size (samples per step per replica), 1 to 1048576 (2^20)."),
+    Param("exp.device_batch", "int", "${exp.replica_batch}",
+          "DLBS's older name of exp.replica_batch: setting it sets exp.replica_batch.",
+          identity=False),
     Param("exp.effective_batch", "int", "$(${exp.num_replicas} * ${exp.replica_batch})$",
           "Samples per step across all replicas: exp.num_replicas times exp.replica_batch."),
     Param("exp.num_warmup_batches", "int", 3,
@@ -179,9 +221,11 @@ _EXP = [
     Param("exp.id", "str", "",
           "Stable hash of the resolved parameters that define the measurement; computed.",
           identity=False, settable=False),
-    Param("exp.status", "str", "", "Outcome: ok, failure, timeout, interrupted or skipped.",
-          choices=("", "ok", "failure", "timeout", "interrupted", "skipped"),
-          identity=False, settable=False),
+    Param("exp.status", "str", "",
+          "Outcome: ok, failure, timeout, interrupted or skipped. In a spec: `disabled` (or "
+          "DLBS's `inactive`) leaves the experiment out of the plan, as an extension that "
+          "switches experiments off does in DLBS; empty or `ok` keeps it.",
+          identity=False),
     Param("exp.status_msg", "str", "", "Why the experiment ended as it did.",
           identity=False, settable=False),
     Param("exp.out_dir", "str", "dlbench-out",
@@ -200,11 +244,12 @@ _EXP = [
 ]
 
 _MONITOR = [
-    Param("monitor.enabled", "bool", True,
-          "Sample CPU, memory, GPU and power use in the worker while the experiment runs.",
-          identity=False),
-    Param("monitor.frequency", "float", 0.5, "Seconds between two samples of the monitor.",
-          identity=False),
+    Param("monitor.enabled", "bool", "$(${monitor.frequency} > 0)$",
+          "Sample CPU, memory, GPU and power use in the worker while the experiment runs; "
+          "derived: off when monitor.frequency is 0.", identity=False),
+    Param("monitor.frequency", "float", 0.5,
+          "Seconds between two samples of the monitor (at least 0.01); 0 turns the monitor "
+          "off, as in DLBS.", identity=False),
 ]
 
 _PYTORCH = [
@@ -239,8 +284,8 @@ _FAKE = [
     Param("fake.failure", "str", "none",
           "Failure to inject at batch fake.failure_batch: `exception` (a Python error), `exit` "
           "(exit status 3), `signal` (SIGKILL itself), `hang` (stops responding), `nan` (a "
-          "non-finite loss).",
-          choices=("none", "exception", "exit", "signal", "hang", "nan")),
+          "non-finite loss), `oom` (out of memory: a MemoryError).",
+          choices=("none", "exception", "exit", "signal", "hang", "nan", "oom")),
     Param("fake.failure_batch", "int", 0,
           "Batch (counted from 0 across warm-up and timed batches) at which fake.failure happens."),
     Param("fake.failure_rank", "int", -1,

@@ -11,8 +11,18 @@ soon as they are resolved, so a reference always sees a typed value.
   interpolated (str as is, anything else as JSON). References nest:
   ``${${exp.framework}.image}`` resolves the inner one first.
 - ``$(expr)$`` is computed by the safe evaluator after each ``${...}`` inside it is
-  replaced by a Python literal of its value. A string that is exactly one
-  expression keeps the result's type; otherwise the result's str() is interpolated.
+  replaced by its value as text, as DLBS did: ``$(32 if '${exp.device_type}' ==
+  'gpu' else 16)$`` quotes a string itself, ``$(${exp.num_replicas} * 2)$`` uses a
+  number as written (see :func:`~dlbench.config.refs.as_expression_text`). A string
+  that is exactly one expression keeps the result's type; otherwise the result's
+  str() is interpolated.
+- ``${NAME}`` where NAME is no parameter of the experiment is the environment
+  variable NAME, as in DLBS (``${BENCH_ROOT}``); every value taken from the
+  environment is listed in the experiment's ``exp.env_refs``, so a plan records what
+  it depended on.
+- Every resolved value is bounded (MAX_VALUE_SIZE), and so are chains of references
+  (MAX_REFERENCE_CHAIN) and their nesting: a spec whose references double at each
+  step is refused with one line, not a MemoryError.
 - ``exp.id`` is never given: it is the first 16 hex digits of the sha256 of the
   canonical JSON of the resolved identity parameters of the experiment's framework,
   and of the ``user.*`` values as written.
@@ -24,37 +34,40 @@ import difflib
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
+from dlbench.config.refs import (
+    Part,
+    Ref,
+    as_expression_text,
+    as_text,
+    parse_refs,
+    split_expressions,
+)
 from dlbench.config.registry import REGISTRY, is_user_param
-from dlbench.config.safe_eval import safe_eval
+from dlbench.config.safe_eval import safe_eval, value_size
 from dlbench.config.spec import Sourced, describe
 from dlbench.errors import ConfigError, UnsafeExpressionError
 
 #: The computed identity of an experiment.
 EXP_ID = "exp.id"
+#: The environment variables an experiment's values took, by name (only when some did).
+ENV_REFS = "exp.env_refs"
+#: Largest resolved value: characters of a string, or value_size of a list or dict.
+MAX_VALUE_SIZE = 1_000_000
+#: Longest chain of references resolved one through another (a -> b -> c ...).
+MAX_REFERENCE_CHAIN = 50
 
-_EXPRESSION = re.compile(r"\$\((.*?)\)\$", re.DOTALL)
 _INT_TEXT = re.compile(r"\s*[+-]?\d+\s*")
 _BOOL_TEXT = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 _TYPE_NAMES = {
     "int": "an int", "float": "a float", "bool": "a bool (true/false/yes/no/1/0)",
     "str": "a string", "list": "a list", "dict": "a mapping",
 }
-
-
-@dataclass(frozen=True)
-class _Ref:
-    """A parsed ``${...}``; its name may itself hold references."""
-
-    parts: list[_Part]
-
-
-_Part: TypeAlias = "str | _Ref"
 
 
 def cast_value(value: Any, type_name: str) -> Any:
@@ -135,6 +148,12 @@ class Resolver:
         self._raw = raw
         self._cache: dict[str, Any] = {}
         self._stack: list[str] = []
+        #: Environment variables read so far, by name.
+        self.env_refs: dict[str, str] = {}
+        #: value_size of the resolved lists and dicts, by id, so that a value built of
+        #: others is measured without measuring them again; _measured keeps them alive.
+        self._sizes: dict[int, int] = {}
+        self._measured: list[Any] = []
 
     def source(self, name: str) -> str:
         """Where ``name``'s value came from."""
@@ -153,22 +172,33 @@ class Resolver:
             )
         if name != EXP_ID and name not in self._raw:
             raise KeyError(name)
+        if len(self._stack) >= MAX_REFERENCE_CHAIN:
+            first = self._stack[0]
+            raise ConfigError(
+                f"{self._describe(first)}: references chained more than "
+                f"{MAX_REFERENCE_CHAIN} deep ({first} -> {self._stack[1]} -> ... -> {name})"
+            )
         self._stack.append(name)
         try:
             value = self._compute_id() if name == EXP_ID else self._resolve_param(name)
+        except RecursionError:  # a safety net: the limits above bound the nesting first
+            raise ConfigError(f"{self._describe(self._stack[0])} is nested too deeply") from None
         finally:
             self._stack.pop()
         self._cache[name] = value
         return value
 
     def resolve_all(self) -> dict[str, Any]:
-        """Every value of the experiment resolved and cast, exp.id filled in.
+        """Every value of the experiment resolved and cast, exp.id filled in, and
+        ``exp.env_refs`` where some value came from the environment.
 
         Other frameworks' parameters are resolved and cast too, so that a mistake in
         them is reported; :func:`own_parameters` then leaves them out.
         """
         values = {name: self.get(name) for name in self._raw}
         values[EXP_ID] = self.get(EXP_ID)
+        if self.env_refs:
+            values[ENV_REFS] = dict(sorted(self.env_refs.items()))
         return values
 
     def _compute_id(self) -> str:
@@ -188,6 +218,14 @@ class Resolver:
     def _resolve_param(self, name: str) -> Any:
         item = self._raw[name]
         value = self._resolve(item.value, name)
+        if isinstance(value, (list, dict)):
+            size = value_size(value, MAX_VALUE_SIZE, self._sizes)
+            if size > MAX_VALUE_SIZE:
+                raise ConfigError(
+                    f"{self._describe(name)} resolves to a value larger than {MAX_VALUE_SIZE} "
+                    f"elements")
+            self._sizes[id(value)] = size
+            self._measured.append(value)
         param = REGISTRY.get(name)
         if param is None:
             return value
@@ -213,22 +251,23 @@ class Resolver:
     def _resolve_string(self, text: str, owner: str) -> Any:
         if "$" not in text:
             return text
-        pieces = _split_expressions(text)
+        pieces = split_expressions(text)
         if len(pieces) == 1 and pieces[0][0]:
             return self._compute(pieces[0][1], owner)
-        out = []
+        out: list[str] = []
         for is_expression, piece in pieces:
             if is_expression:
                 out.append(str(self._compute(piece, owner)))
-                continue
-            parts = self._parse(piece, owner)
-            if len(pieces) == 1 and len(parts) == 1 and isinstance(parts[0], _Ref):
-                return self._ref_value(parts[0], owner)
-            out.append(self._render(parts, owner, _as_text))
+            else:
+                parts = self._parse(piece, owner)
+                if len(pieces) == 1 and len(parts) == 1 and isinstance(parts[0], Ref):
+                    return self._ref_value(parts[0], owner)
+                out.append(self._render(parts, owner, as_text))
+            self._check_length(sum(map(len, out)), owner)
         return "".join(out)
 
     def _compute(self, expression: str, owner: str) -> Any:
-        code = self._render(self._parse(expression, owner), owner, repr)
+        code = self._render(self._parse(expression, owner), owner, as_expression_text)
         try:
             return safe_eval(code)
         except UnsafeExpressionError as exc:
@@ -236,79 +275,50 @@ class Resolver:
                 f"{self._describe(owner)} is not a safe computed value: {exc}"
             ) from None
         except ConfigError as exc:
+            shown = code if len(code) <= 200 else f"{code[:200]}..."
             raise ConfigError(
-                f"{self._describe(owner)} cannot be computed: {exc} (evaluating {code!r})"
+                f"{self._describe(owner)} cannot be computed: {exc} (evaluating {shown!r})"
             ) from None
 
-    def _render(self, parts: list[_Part], owner: str, render: Callable[[Any], str]) -> str:
-        return "".join(
-            part if isinstance(part, str) else render(self._ref_value(part, owner))
-            for part in parts
-        )
+    def _render(self, parts: list[Part], owner: str, render: Callable[[Any], str]) -> str:
+        """``parts`` as one string, refused before it grows past MAX_VALUE_SIZE."""
+        out: list[str] = []
+        total = 0
+        for part in parts:
+            text = part if isinstance(part, str) else render(self._ref_value(part, owner))
+            total += len(text)
+            self._check_length(total, owner)
+            out.append(text)
+        return "".join(out)
 
-    def _ref_value(self, ref: _Ref, owner: str) -> Any:
-        name = self._render(ref.parts, owner, _as_text)
+    def _check_length(self, length: int, owner: str) -> None:
+        if length > MAX_VALUE_SIZE:
+            raise ConfigError(
+                f"{self._describe(owner)} resolves to a string longer than {MAX_VALUE_SIZE} "
+                f"characters")
+
+    def _ref_value(self, ref: Ref, owner: str) -> Any:
+        name = self._render(ref.parts, owner, as_text)
         if name == EXP_ID or name in self._raw:
             return self.get(name)
+        if name in os.environ:
+            # As DLBS: a name that is no parameter is looked up in the environment.
+            self.env_refs[name] = os.environ[name]
+            return os.environ[name]
         close = difflib.get_close_matches(name, [*self._raw, EXP_ID], n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
         raise ConfigError(
             f"{self._describe(owner)} refers to unknown parameter {name}{hint}"
         )
 
-    def _parse(self, text: str, owner: str) -> list[_Part]:
+    def _parse(self, text: str, owner: str) -> list[Part]:
         try:
-            parts, _ = _parse_refs(text, 0, nested=False)
+            return parse_refs(text)
         except ValueError as exc:
             raise ConfigError(f"{self._describe(owner)}: {exc}") from None
-        return parts
 
     def _describe(self, name: str) -> str:
-        return describe(name, self._raw[name].value, self._raw[name].source)
-
-
-def _split_expressions(text: str) -> list[tuple[bool, str]]:
-    """``text`` cut into (is_expression, piece): ``$(...)$`` bodies and the text between."""
-    pieces: list[tuple[bool, str]] = []
-    pos = 0
-    for match in _EXPRESSION.finditer(text):
-        if match.start() > pos:
-            pieces.append((False, text[pos:match.start()]))
-        pieces.append((True, match.group(1)))
-        pos = match.end()
-    if pos < len(text) or not pieces:
-        pieces.append((False, text[pos:]))
-    return pieces
-
-
-def _parse_refs(text: str, start: int, nested: bool) -> tuple[list[_Part], int]:
-    """Parse text and ``${...}`` from ``start``; inside a reference stop at its ``}``."""
-    parts: list[_Part] = []
-    buf: list[str] = []
-    i = start
-    while i < len(text):
-        if text.startswith("${", i):
-            if buf:
-                parts.append("".join(buf))
-                buf = []
-            inner, i = _parse_refs(text, i + 2, nested=True)
-            if not inner:
-                raise ValueError("empty reference ${}")
-            parts.append(_Ref(inner))
-            continue
-        if nested and text[i] == "}":
-            if buf:
-                parts.append("".join(buf))
-            return parts, i + 1
-        buf.append(text[i])
-        i += 1
-    if nested:
-        raise ValueError("unterminated reference: '${' without '}'")
-    if buf:
-        parts.append("".join(buf))
-    return parts, i
-
-
-def _as_text(value: Any) -> str:
-    """How a value reads inside a longer string: str as is, anything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value)
+        value = self._raw[name].value
+        if isinstance(value, str) and len(value) > 200:
+            value = f"{value[:200]}..."  # a message stays one readable line
+        return describe(name, value, self._raw[name].source)

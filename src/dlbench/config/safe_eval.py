@@ -2,13 +2,17 @@
 
 DLBS ran these through Python's ``eval``; a sweep spec can come from anyone, so here
 the expression is parsed with ``ast.parse(mode="eval")`` and walked node by node.
-Only plain values, arithmetic, comparisons, conditionals, subscripts, a few builtins
-and a few ``str`` methods are allowed; everything else (names, attributes, lambdas,
-comprehensions, f-strings, ...) is refused with UnsafeExpressionError. Nothing is
-ever passed to ``eval``, ``exec`` or ``compile``.
+Only plain values, arithmetic, comparisons, conditionals, subscripts, a few builtins,
+a few ``str`` methods and the handful of library functions DLBS configurations call
+(:mod:`dlbench.config.safe_functions`) are allowed; everything else (names,
+attributes, lambdas, comprehensions, f-strings, ...) is refused with
+UnsafeExpressionError. Nothing is ever passed to ``eval``, ``exec`` or ``compile``.
 
-Sizes are checked before an operation that could build something huge
-(``'a' * 10**9``, ``2 ** 10**10``), so a refused expression costs nothing.
+Every cost is bounded before it is paid: the expression's length and nesting, the
+length of each string or list, the size of each value counted as if written out
+(a list repeated inside a list counts each time), and the total size of all the
+values one evaluation builds. ``[[1]*100000]*100000`` or ``str()`` of a shared
+nested list is refused before anything big is built.
 """
 
 from __future__ import annotations
@@ -16,19 +20,31 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from dlbench.config import safe_functions
 from dlbench.errors import ConfigError, UnsafeExpressionError
 
 #: Longest string, list or dict an expression may build.
 MAX_LENGTH = 100_000
+#: Largest value an expression may build, counted by :func:`value_size`.
+MAX_SIZE = 1_000_000
+#: Total size of all the values one evaluation may build.
+MAX_WORK = 10_000_000
+#: Longest expression text.
+MAX_EXPRESSION_LENGTH = 100_000
+#: Deepest nesting of an expression's syntax tree.
+MAX_DEPTH = 100
 #: Largest exponent of ``**``, in absolute value.
 MAX_EXPONENT = 64
 #: Largest base of ``**``, in absolute value.
 MAX_POW_BASE = 2**64
 #: Largest integer, in bits, an expression may build.
 MAX_INT_BITS = 10_000
+#: Largest number of digits ``round`` may be asked for, in absolute value.
+MAX_ROUND_DIGITS = 400
 
 #: Builtins an expression may call.
 ALLOWED_FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -40,7 +56,11 @@ ALLOWED_FUNCTIONS: dict[str, Callable[..., Any]] = {
 ALLOWED_STR_METHODS = frozenset({
     "lower", "upper", "strip", "lstrip", "rstrip", "split", "rsplit", "join", "replace",
     "startswith", "endswith", "title", "capitalize", "zfill", "count", "find", "isdigit",
+    "format",
 })
+
+#: Library functions an expression may call, by dotted name.
+ALLOWED_DOTTED = frozenset({"re.sub", *safe_functions.PATH_FUNCTIONS})
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -72,25 +92,77 @@ def safe_eval(expression: str) -> Any:
     (tuples become lists).
 
     Raises UnsafeExpressionError (with just the refused construct as the message) for
-    anything outside the whitelist, ConfigError when the expression is malformed or
-    fails (division by zero, wrong types).
+    anything outside the whitelist or over a limit, ConfigError when the expression is
+    malformed or fails (division by zero, wrong types).
 
     >>> safe_eval("len('0,1'.split(',')) if '0,1' else 1")
     2
     """
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise UnsafeExpressionError(
+            f"an expression longer than {MAX_EXPRESSION_LENGTH} characters")
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        with warnings.catch_warnings():
+            # DLBS configs write '\$PATH' in literals: an invalid escape Python keeps as is
+            warnings.simplefilter("ignore")
+            tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
         raise ConfigError(f"invalid syntax: {exc.msg}") from None
-    except (RecursionError, MemoryError, ValueError):
-        raise ConfigError("expression is too deeply nested") from None
+    except (RecursionError, MemoryError):
+        raise UnsafeExpressionError(f"an expression nested more than {MAX_DEPTH} deep") from None
+    except ValueError as exc:
+        raise ConfigError(f"invalid expression: {exc}") from None
+    _check_depth(tree.body)
     try:
         result = _Evaluator().visit(tree.body)
     except (ArithmeticError, ValueError, TypeError, LookupError) as exc:
         raise ConfigError(f"{type(exc).__name__}: {exc}") from None
-    except RecursionError:
-        raise ConfigError("expression is too deeply nested") from None
+    except RecursionError:  # a safety net: _check_depth bounds the nesting first
+        raise UnsafeExpressionError(f"an expression nested more than {MAX_DEPTH} deep") from None
     return _to_json(result)
+
+
+def value_size(value: Any, limit: int, known: Mapping[int, int] | None = None) -> int:
+    """The size of ``value`` as if written out: characters of strings, digits of
+    integers, 1 for other scalars and for each list or dict, the sum over their items.
+
+    A part shared several times counts each time, so the size bounds the cost of
+    printing, comparing or copying the value. Counting stops past ``limit`` (the
+    result is then some number over it), so it costs at most ``limit`` steps.
+    ``known`` maps the id of a list or dict already measured (and kept alive by the
+    caller) to its size, which is then added without counting it again.
+
+    >>> value_size(["ab", [1, 2]], 100)
+    7
+    """
+    total = 0
+    stack = [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if known is not None and id(item) in known:
+            total += known[id(item)]
+            continue
+        total += 1
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, int):
+            total += item.bit_length() // 4
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return total
+
+
+def _check_depth(tree: ast.AST) -> None:
+    """Refuse a syntax tree nested more than MAX_DEPTH deep, without recursing."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise UnsafeExpressionError(f"an expression nested more than {MAX_DEPTH} deep")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 def _to_json(value: Any) -> Any:
@@ -112,32 +184,52 @@ def _json_key(key: Any) -> str:
     return key
 
 
-def _check_size(value: Any) -> Any:
-    """Refuse strings, lists and dicts longer than MAX_LENGTH and integers over MAX_INT_BITS."""
-    if isinstance(value, (str, list, tuple, dict)) and len(value) > MAX_LENGTH:
-        raise UnsafeExpressionError(f"a result longer than {MAX_LENGTH} elements")
-    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
-        raise UnsafeExpressionError(f"an integer larger than {MAX_INT_BITS} bits")
-    if isinstance(value, complex):
-        raise ConfigError("complex numbers are not supported")
-    return value
-
-
 def _refuse_long(length: int) -> None:
     """Refuse, before building it, a result of ``length`` elements."""
     if length > MAX_LENGTH:
         raise UnsafeExpressionError(f"a result longer than {MAX_LENGTH} elements")
 
 
+def _refuse_big(size: int) -> None:
+    """Refuse, before building it, a value of ``size`` (see value_size)."""
+    if size > MAX_SIZE:
+        raise UnsafeExpressionError(f"a value larger than {MAX_SIZE} elements in all")
+
+
 class _Evaluator:
-    """Walks an expression tree; each ``visit_X`` handles one allowed node type."""
+    """Walks an expression tree; each ``visit_X`` handles one allowed node type, and
+    every value a node builds is measured and charged to the evaluation's work."""
+
+    def __init__(self) -> None:
+        self._work = 0
 
     def visit(self, node: ast.AST) -> Any:
         method = getattr(self, f"visit_{type(node).__name__}", None)
         if method is None:
             what = _REFUSED_NAMES.get(type(node), type(node).__name__)
             raise UnsafeExpressionError(f"{what} is not allowed")
-        return method(node)
+        return self._built(method(node))
+
+    def _built(self, value: Any) -> Any:
+        """Refuse a value over the limits; charge its size to the work done."""
+        if isinstance(value, complex):
+            raise ConfigError("complex numbers are not supported")
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            raise UnsafeExpressionError(f"an integer larger than {MAX_INT_BITS} bits")
+        if isinstance(value, (str, list, tuple, dict)):
+            _refuse_long(len(value))
+        size = value_size(value, MAX_SIZE)
+        _refuse_big(size)
+        self._work += size
+        if self._work > MAX_WORK:
+            raise UnsafeExpressionError(f"more than {MAX_WORK} elements built in all")
+        return value
+
+    def _size(self, value: Any) -> int:
+        """value_size, charged as work: measuring costs as much as the value is big."""
+        size = value_size(value, MAX_SIZE)
+        self._work += min(size, MAX_SIZE)
+        return size
 
     def visit_Constant(self, node: ast.Constant) -> Any:
         if node.value is None or isinstance(node.value, (str, int, float)):
@@ -174,15 +266,23 @@ class _Evaluator:
             raise UnsafeExpressionError(f"operator {type(node.op).__name__} is not allowed")
         left, right = self.visit(node.left), self.visit(node.right)
         if isinstance(node.op, ast.Mult):
-            _check_repeat(left, right)
+            self._check_repeat(left, right)
         elif isinstance(node.op, ast.Add) and isinstance(left, _SEQUENCES):
             if isinstance(right, _SEQUENCES):
                 _refuse_long(len(left) + len(right))
+                _refuse_big(self._size(left) + self._size(right))
         elif isinstance(node.op, ast.Mod) and isinstance(left, str):
-            raise UnsafeExpressionError("string formatting with % is not allowed")
+            return safe_functions.percent_format(left, right, MAX_LENGTH, self._size)
         elif isinstance(node.op, ast.Pow):
             _check_pow(left, right)
-        return _check_size(op(left, right))
+        return op(left, right)
+
+    def _check_repeat(self, left: Any, right: Any) -> None:
+        """Refuse ``sequence * n`` whose result would be too long or too big."""
+        for seq, count in ((left, right), (right, left)):
+            if isinstance(seq, _SEQUENCES) and isinstance(count, int) and count > 0:
+                _refuse_long(len(seq) * count)
+                _refuse_big(self._size(seq) * count)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         operand = self.visit(node.operand)
@@ -238,7 +338,14 @@ class _Evaluator:
             if func.id not in ALLOWED_FUNCTIONS:
                 raise UnsafeExpressionError(f"name {func.id!r} is not allowed")
             args = [self.visit(arg) for arg in node.args]
-            return _check_size(ALLOWED_FUNCTIONS[func.id](*args))
+            self._check_builtin(func.id, args)
+            return ALLOWED_FUNCTIONS[func.id](*args)
+        dotted = _dotted_name(func)
+        if dotted in ALLOWED_DOTTED:
+            args = [self.visit(arg) for arg in node.args]
+            if dotted == "re.sub":
+                return safe_functions.regex_sub(args, MAX_LENGTH)
+            return safe_functions.path_function(dotted, args, MAX_LENGTH)
         if isinstance(func, ast.Attribute):
             if func.attr.startswith("_"):
                 raise UnsafeExpressionError(f"attribute {func.attr!r} is not allowed")
@@ -251,17 +358,31 @@ class _Evaluator:
                     f"{type(receiver).__name__}"
                 )
             args = [self.visit(arg) for arg in node.args]
+            if func.attr == "format":
+                return safe_functions.str_format(receiver, args, MAX_LENGTH, self._size)
             _check_str_method(receiver, func.attr, args)
-            return _check_size(getattr(receiver, func.attr)(*args))
+            return getattr(receiver, func.attr)(*args)
         self.visit(func)  # refuses lambdas and the like with their own name
         raise UnsafeExpressionError("only calls of allowed functions and str methods are allowed")
 
+    def _check_builtin(self, name: str, args: list[Any]) -> None:
+        """Refuse, before calling it, a builtin whose result would cost too much."""
+        if name == "str" and args and self._size(args[0]) > MAX_LENGTH:
+            raise UnsafeExpressionError(f"a result longer than {MAX_LENGTH} elements")
+        if (name == "round" and len(args) > 1 and isinstance(args[1], int)
+                and abs(args[1]) > MAX_ROUND_DIGITS):
+            raise UnsafeExpressionError(f"rounding to more than {MAX_ROUND_DIGITS} digits")
 
-def _check_repeat(left: Any, right: Any) -> None:
-    """Refuse ``sequence * n`` whose result would be too long, before building it."""
-    for seq, count in ((left, right), (right, left)):
-        if isinstance(seq, _SEQUENCES) and isinstance(count, int):
-            _refuse_long(len(seq) * max(count, 0))
+
+def _dotted_name(node: ast.expr) -> str | None:
+    """``os.path.dirname`` for that chain of attributes on a name, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or not parts:
+        return None
+    return ".".join([node.id, *reversed(parts)])
 
 
 def _check_pow(base: Any, exponent: Any) -> None:

@@ -7,12 +7,22 @@ the label of where it came from (its ``Source``) so that an error about it can s
 which file or flag to fix.
 
 Loading only checks that the spec is well formed; whether names are known and
-values valid is decided when the experiments are planned.
+values valid is decided when the experiments are planned. Well formed also means
+bounded: YAML aliases (``*name``) are refused before anything is expanded (a few
+hundred bytes of nested aliases expand to billions of values), values nest at most
+:data:`MAX_DEPTH` deep, a key given twice in one mapping is an error, and an empty
+spec file is an error rather than the default sweep.
+
+A parameter may be written in DLBS's declared form ``{"val": ..., "type": ...,
+"desc": ...}`` (in ``parameters`` and in an extension's ``parameters``); its value is
+``val``. DLBS's older names (``exp.device_batch``) are renamed to dlbench's
+(:mod:`dlbench.config.dlbs_names`) as the spec is read.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -22,6 +32,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from dlbench.config.dlbs_names import canonical_name
 from dlbench.errors import SpecError
 
 #: Where a value came from, as a user reads it: ``file sweep.yaml``, ``-P flag``,
@@ -33,6 +44,14 @@ SPEC_KEYS = ("parameters", "variables", "extensions")
 
 #: The keys an extension object may have.
 EXTENSION_KEYS = ("condition", "parameters", "cases")
+
+#: Deepest nesting of lists and mappings a spec value may have (a real spec needs a
+#: handful; the limit keeps every later recursive walk far from Python's stack limit).
+MAX_DEPTH = 100
+
+#: The keys of DLBS's declared form of a parameter, and the types it may declare.
+DECLARED_KEYS = frozenset({"val", "type", "desc"})
+DECLARED_TYPES = ("str", "int", "float", "bool")
 
 
 class Sourced(NamedTuple):
@@ -71,7 +90,42 @@ def describe(name: str, value: Any, source: Source) -> str:
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader without timestamps: ``2024-01-01`` stays a string, as JSON would keep it."""
+    """SafeLoader without timestamps (``2024-01-01`` stays a string, as JSON would keep
+    it), without aliases, at most MAX_DEPTH deep, and without duplicate keys."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        # Refused here, before the composer would share (and the constructor expand)
+        # the aliased node: "billion laughs" costs nothing.
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not accepted in a spec; write the value out",
+                mark)
+        if self._depth >= MAX_DEPTH:
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, f"values nest more than {MAX_DEPTH} deep", mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value if isinstance(node, yaml.MappingNode) else ():
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue  # an unhashable key is refused by the constructor itself
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (lines {seen[key]} and {line})",
+                    key_node.start_mark)
+            seen[key] = line
+        return super().construct_mapping(node, deep)
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -104,16 +158,15 @@ def load_spec(
         _merge_file(spec, Path(path))
     for text in params:
         name, value = _parse_flag("-P", text)
-        spec.parameters[name] = Sourced(value, "-P flag")
+        spec.parameters[canonical_name(name)] = Sourced(value, "-P flag")
     for text in variables:
         name, value = _parse_flag("-V", text)
-        spec.variables[name] = Sourced(_as_values(value, name, "-V flag"), "-V flag")
+        spec.variables[canonical_name(name)] = Sourced(
+            _as_values(value, name, "-V flag"), "-V flag")
     for index, text in enumerate(extensions, start=1):
         source = f"-E flag {index}"
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"{source}: {text!r} is not valid JSON: {exc.msg}") from None
+        obj = _load_json(text, source, text)
+        _check_json(obj, source)
         spec.extensions.append(_parse_extension(obj, source))
     for name, (value, label) in (overrides or {}).items():
         if isinstance(value, os.PathLike):
@@ -122,12 +175,44 @@ def load_spec(
     return spec
 
 
+def _shorten(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a one-line message, cut to ``limit`` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _load_json(text: str, where: str, flag_text: str | None = None) -> Any:
+    """Parsed JSON, refusing duplicate keys and nesting Python cannot parse, in one line.
+    ``where`` is the file or the flag; ``flag_text`` the flag's text, if a flag."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                found = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(
+                    re.escape(json.dumps(key)) + r"\s*:", text)]
+                lines = f" (lines {found[0]} and {found[1]})" if len(found) >= 2 else ""
+                raise SpecError(f"{where}: duplicate key {key!r}{lines}")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        if flag_text is not None:
+            raise SpecError(f"{where}: {_shorten(flag_text)} is not valid JSON: {exc.msg}"
+                            ) from None
+        raise SpecError(f"{where}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise SpecError(f"{where}: values nest more than {MAX_DEPTH} deep") from None
+
+
 def _merge_file(spec: SweepSpec, path: Path) -> None:
     """Read one spec file and merge it into ``spec``."""
     data = _read_file(path)
     source = f"file {path}"
     if data is None:
-        return
+        raise SpecError(f"spec file {path} is empty: give it parameters, variables or "
+                        f"extensions (or leave it out to plan the default sweep)")
     if not isinstance(data, dict):
         raise SpecError(f"{path}: a spec must be a mapping with keys {', '.join(SPEC_KEYS)}")
     for key in data:
@@ -135,10 +220,11 @@ def _merge_file(spec: SweepSpec, path: Path) -> None:
             raise SpecError(
                 f"{path}: unknown top-level key {key!r}; accepted: {', '.join(SPEC_KEYS)}"
             )
-    for name, value in _mapping(data.get("parameters"), f"{path}: parameters").items():
-        spec.parameters[name] = Sourced(value, source)
+    where = f"{path}: parameters"
+    for name, value in _mapping(data.get("parameters"), where).items():
+        spec.parameters[canonical_name(name)] = Sourced(_declared(name, value, where), source)
     for name, value in _mapping(data.get("variables"), f"{path}: variables").items():
-        spec.variables[name] = Sourced(_as_values(value, name, source), source)
+        spec.variables[canonical_name(name)] = Sourced(_as_values(value, name, source), source)
     exts = data.get("extensions")
     if exts is None:
         return
@@ -157,10 +243,9 @@ def _read_file(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"spec file {path} cannot be read: {exc}") from None
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        if not text.strip():
+            return None
+        data = _load_json(text, str(path))
     else:
         try:
             data = yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
@@ -169,6 +254,8 @@ def _read_file(path: Path) -> Any:
             line = f":{mark.line + 1}" if mark is not None else ""
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise SpecError(f"{path}{line}: invalid YAML: {problem}") from None
+        except RecursionError:  # not expected past the composer's depth limit
+            raise SpecError(f"{path}: values nest more than {MAX_DEPTH} deep") from None
     _check_json(data, str(path))
     return data
 
@@ -178,15 +265,18 @@ def _parse_flag(flag: str, text: str) -> tuple[str, Any]:
     name, sep, raw = text.partition("=")
     name = name.strip()
     if not sep or not name or re.search(r"\s", name):
-        raise SpecError(f"{flag} {text!r}: expected name=value")
+        raise SpecError(f"{flag} {_shorten(text)}: expected name=value")
     if raw.strip() == "":
         return name, ""
     try:
         value = yaml.load(raw, Loader=_Loader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{flag} {text!r}: cannot parse the value: {problem}") from None
-    _check_json(value, f"{flag} {text!r}")
+        raise SpecError(f"{flag} {_shorten(text)}: cannot parse the value: {problem}") from None
+    except RecursionError:  # not expected past the composer's depth limit; kept as a net
+        raise SpecError(f"{flag} {_shorten(text)}: values nest more than {MAX_DEPTH} deep"
+                        ) from None
+    _check_json(value, f"{flag} {_shorten(text)}")
     return name, "" if value is None else value
 
 
@@ -228,27 +318,55 @@ def _parse_extension(obj: Any, source: Source) -> Extension:
                 except re.error as exc:
                     raise SpecError(f"{source}: condition on {name}: {pattern!r} is not a "
                                     f"valid regular expression: {exc}") from None
-    parameters = _mapping(obj.get("parameters"), f"{source}: parameters")
+    where = f"{source}: parameters"
+    parameters = {canonical_name(name): _declared(name, value, where)
+                  for name, value in _mapping(obj.get("parameters"), where).items()}
     cases = obj.get("cases")
     if cases is not None:
         if not isinstance(cases, list):
             raise SpecError(f"{source}: cases must be a list of mappings")
-        cases = [_mapping(case, f"{source}: case {i}") for i, case in enumerate(cases, start=1)]
+        cases = [
+            {canonical_name(name): value
+             for name, value in _mapping(case, f"{source}: case {i}").items()}
+            for i, case in enumerate(cases, start=1)
+        ]
+    # `"cases": []` is no cases at all, as in DLBS: the extension sets its parameters
+    # on every experiment it matches and replaces none.
+    condition = {canonical_name(name): cond for name, cond in condition.items()}
     return Extension(condition, parameters, cases or None, source)
 
 
-def _check_json(value: Any, where: str) -> None:
-    """Refuse values JSON cannot hold (YAML sets, binary, explicit timestamps)."""
-    if value is None or isinstance(value, (str, bool, int, float)):
+def _declared(name: str, value: Any, where: str) -> Any:
+    """The value of a parameter, unwrapping DLBS's ``{"val": ..., "type": ..., "desc":
+    ...}`` form (a mapping with ``val`` and nothing but those three keys)."""
+    if not isinstance(value, dict) or "val" not in value or not set(value) <= DECLARED_KEYS:
+        return value
+    declared = value.get("type")
+    if declared is not None and declared not in DECLARED_TYPES:
+        raise SpecError(f"{where}: {name} declares type {declared!r}; accepted: "
+                        f"{', '.join(DECLARED_TYPES)}")
+    return value["val"]
+
+
+def _check_json(value: Any, where: str, depth: int = 0) -> None:
+    """Refuse values JSON cannot hold (YAML sets, binary, explicit timestamps, NaN) and
+    values nested more than MAX_DEPTH deep."""
+    if depth > MAX_DEPTH:
+        raise SpecError(f"{where}: values nest more than {MAX_DEPTH} deep")
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SpecError(f"{where}: {value!r} is not a finite number")
         return
     if isinstance(value, list):
         for item in value:
-            _check_json(item, where)
+            _check_json(item, where, depth + 1)
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise SpecError(f"{where}: key {key!r} is not a string")
-            _check_json(item, where)
+            _check_json(item, where, depth + 1)
         return
-    raise SpecError(f"{where}: {value!r} is not a JSON value")
+    raise SpecError(f"{where}: {_shorten(repr(value))} is not a JSON value")

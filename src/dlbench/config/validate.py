@@ -7,6 +7,7 @@ flag its value came from, and what would be accepted.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import shutil
@@ -15,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS, FrameworkInfo
-from dlbench.config.expand import RawExperiment, expand
+from dlbench.config.expand import MAX_EXPERIMENTS, RawExperiment, expand
 from dlbench.config.modelinfo import IMAGE_SUFFIXES, ModelInfo
 from dlbench.config.registry import (
     CONTAINER_ENGINE_COMMANDS,
     ONNXRUNTIME_PROVIDERS,
     REGISTRY,
+    STATUS_INPUTS,
     container_image,
     is_user_param,
     parse_container_mount,
@@ -29,7 +31,14 @@ from dlbench.config.resolve import EXP_ID, Resolver, own_parameters
 from dlbench.config.spec import Source, SweepSpec, describe
 from dlbench.errors import ConfigError
 
-_GPUS = re.compile(r"^$|^\d+(,\d+)*$")
+#: exp.gpus in DLBS's syntax: replicas separated by `,`, GPUs of one replica by `:`.
+_GPUS = re.compile(r"^$|^\d+(:\d+)*(,\d+(:\d+)*)*$")
+#: Largest accepted exp.replica_batch: far above any batch a device holds, and low
+#: enough that a mistyped size (1e26) is an error, not an absurd throughput.
+MAX_REPLICA_BATCH = 2**20
+#: Files and folders dlbench itself writes in a run directory; no log may be one.
+RUN_DIR_FILES = ("results.sqlite", "results.sqlite-wal", "results.sqlite-shm",
+                 "results.sqlite-journal", "experiments", "slurm")
 #: A rendezvous endpoint: host name or address, a colon, a port.
 _ENDPOINT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d+$")
 
@@ -48,11 +57,12 @@ _MINIMUM = {
     "exp.repeat": 1,
     "exp.min_batches": 1,
     "exp.max_warmup_batches": 1,
+    "exp.max_batches": 1,
     "exp.min_duration": 0,
     "exp.max_duration": 0,
     "exp.target_ci": 0,
     "exp.cv_threshold": 0,
-    "monitor.frequency": 0.01,
+    "monitor.frequency": 0,
     "fake.step_ms": 0,
     "fake.jitter_ms": 0,
     "fake.warmup_ms": 0,
@@ -65,7 +75,8 @@ _MINIMUM = {
 _KNOWN_KINDS = {"exp.framework": "framework", "exp.model": "model"}
 
 
-def plan_experiments(spec: SweepSpec) -> list[dict[str, Any]]:
+def plan_experiments(spec: SweepSpec,
+                     max_experiments: int = MAX_EXPERIMENTS) -> list[dict[str, Any]]:
     """The experiments of ``spec``: expanded, resolved, cast and checked, in expansion order.
 
     Each is a flat dict of every registry parameter (defaults filled in) plus any
@@ -78,14 +89,29 @@ def plan_experiments(spec: SweepSpec) -> list[dict[str, Any]]:
     [8, 16]
     """
     check_names(spec)
-    raws = expand(spec)
     experiments = []
-    for raw in raws:
+    raws = []
+    for raw in expand(spec, max_experiments):
         values = Resolver(raw).resolve_all()
+        if _disabled(values, raw):
+            continue  # DLBS's way of switching experiments off: not planned, not checked
         check_experiment(values, raw)
         experiments.append(own_parameters(values))
+        raws.append(raw)
     check_log_files(experiments, raws)
     return experiments
+
+
+def _disabled(values: dict[str, Any], raw: RawExperiment) -> bool:
+    """True when the spec sets exp.status to `disabled` (or `inactive`); the status of
+    a planned experiment is then reset to empty, as nothing has run yet."""
+    status = values["exp.status"]
+    if status not in STATUS_INPUTS:
+        accepted = ", ".join(map(repr, STATUS_INPUTS))
+        raise ConfigError(f"{describe('exp.status', status, raw['exp.status'].source)} "
+                          f"is not one of {accepted} (dlbench sets the outcome itself)")
+    values["exp.status"] = ""
+    return status in ("disabled", "inactive")
 
 
 def check_names(spec: SweepSpec) -> None:
@@ -163,6 +189,18 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
             f"{shown('exp.gpus')} is not a GPU list: use '' for the CPU, '0' for GPU 0, "
             f"'0,1' for GPUs 0 and 1"
         )
+    if ":" in values["exp.gpus"]:
+        raise ConfigError(
+            f"{shown('exp.gpus')} gives a replica several GPUs (DLBS's `:` groups), and "
+            f"framework {framework.id} runs one GPU per replica; use '0,1' for two replicas"
+        )
+    if values["exp.replica_batch"] > MAX_REPLICA_BATCH:
+        raise ConfigError(f"{shown('exp.replica_batch')} must be <= {MAX_REPLICA_BATCH}")
+    if values["monitor.enabled"] and values["monitor.frequency"] < 0.01:
+        why = ("0 turns the monitor off" if values["monitor.frequency"] == 0 else
+               "samples closer than 0.01 s would measure the monitor")
+        raise ConfigError(f"{shown('monitor.frequency')} with "
+                          f"{shown('monitor.enabled')}: give at least 0.01 ({why})")
     if framework.id == "onnxruntime":  # what its backend can run: docs/onnxruntime.md
         if values["exp.dtype"] == "bfloat16":
             raise ConfigError(f"{shown('exp.dtype')}: framework onnxruntime runs float32 or "
@@ -317,20 +355,54 @@ def _check_replicas(
 
 
 def check_log_files(experiments: list[dict[str, Any]], raws: list[RawExperiment]) -> None:
-    """No two experiments write the same log file."""
+    """Logs cannot destroy data: each experiment's log file lies inside its run
+    directory, is none of the files dlbench itself writes there (the results store,
+    the experiment files), is no other experiment's, and is not an existing file
+    other than an earlier log of the same experiment (which a resumed run replaces).
+
+    Paths are taken as the runner takes them: a relative exp.log_file from the
+    current directory; symbolic links are followed.
+    """
     seen: dict[str, int] = {}
     for index, values in enumerate(experiments):
-        path = os.path.normpath(values["exp.log_file"])
+        log_file = str(values["exp.log_file"])
+        shown = describe("exp.log_file", log_file, raws[index]["exp.log_file"].source)
+        path = os.path.realpath(log_file)
+        run_dir = os.path.realpath(str(values["exp.out_dir"]))
+        if os.path.commonpath([run_dir, path]) != run_dir or path == run_dir:
+            raise ConfigError(f"{shown} is outside the run directory {run_dir} (exp.out_dir); "
+                              f"use a path under it, e.g. ${{exp.out_dir}}/logs/NAME.log")
+        first = os.path.relpath(path, run_dir).split(os.sep)[0]
+        if first in RUN_DIR_FILES:
+            raise ConfigError(f"{shown} would overwrite {os.path.join(run_dir, first)}, which "
+                              f"dlbench writes itself; use a path under ${{exp.out_dir}}/logs")
         if path in seen:
-            first = seen[path]
-            source = raws[index]["exp.log_file"].source
-            shown = describe("exp.log_file", values["exp.log_file"], source)
+            other = seen[path]
             raise ConfigError(
-                f"{shown} is the same for experiments {experiments[first][EXP_ID]} and "
-                f"{values[EXP_ID]} (numbers {first + 1} and {index + 1} of the sweep); make an "
+                f"{shown} is the same for experiments {experiments[other][EXP_ID]} and "
+                f"{values[EXP_ID]} (numbers {other + 1} and {index + 1} of the sweep); make an "
                 f"identity parameter or exp.log_file differ between them"
             )
         seen[path] = index
+        _check_existing_log(path, values, shown)
+
+
+def _check_existing_log(path: str, values: Mapping[str, Any], shown: str) -> None:
+    """An existing file at a log's path may only be an earlier log of the same experiment."""
+    if not os.path.lexists(path):
+        return
+    if not os.path.isfile(path):
+        raise ConfigError(f"{shown}: {path} exists and is not a file")
+    marker = f"__{EXP_ID}__={json.dumps(values[EXP_ID])}".encode()
+    try:
+        with open(path, "rb") as file:
+            head = file.read(1 << 20)  # the parameters come first in a dlbench log
+    except OSError as error:
+        raise ConfigError(f"{shown}: {path} cannot be read: {error.strerror}") from None
+    if marker not in head:
+        raise ConfigError(f"{shown}: {path} exists and is not a log of this experiment "
+                          f"(exp.id {values[EXP_ID]}); move it away or choose another "
+                          f"exp.log_file")
 
 
 def _check_data_dir(values: Mapping[str, Any], raw: RawExperiment, model: ModelInfo) -> None:

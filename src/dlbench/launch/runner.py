@@ -6,7 +6,10 @@ experiment's log, waits for it under ``exp.timeout``, turns the log into a recor
 commits that record to the run directory's store in one transaction. Whatever happens
 to one worker (an exception, a crash, a signal, a hang, a NaN loss) marks only its
 own experiment, and the sweep goes on. Running the same sweep into the same run
-directory resumes it, following ``exp.rerun``.
+directory resumes it, following ``exp.rerun``. Larger batches of a configuration
+that ran out of memory are skipped (:mod:`dlbench.launch.memo`); SIGUSR1 stops the
+sweep after the running experiment, Ctrl-C and SIGTERM interrupt it
+(:mod:`dlbench.launch.signals`).
 
 With ``exp.repeat=N`` the experiment is measured by N independent worker processes,
 one after another (as pyperf does: a fresh process is a fresh draw of memory layout,
@@ -25,30 +28,36 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from dlbench.config.registry import varying_parameters
 from dlbench.launch import partition
 from dlbench.launch.command import worker_argv, worker_env
 from dlbench.launch.local import kill_worker, start_worker
+from dlbench.launch.memo import OutOfMemoryMemo, skipped_record
+from dlbench.launch.progress import Progress, Reporter, stability_note
+from dlbench.launch.signals import SignalState, hold_interrupts, sigterm_as_interrupt, sweep_signals
 from dlbench.measure.stability import repeat_verdict
 from dlbench.measure.stats import combine_repeats
 from dlbench.results.logfile import LINE_RE, LogWriter
 from dlbench.results.parser import parse_log
+from dlbench.results.progress import FAILURE_KIND_KEY, PROGRESS_KEY, where_text
 from dlbench.results.store import Store
+
+__all__ = ["Outcome", "Progress", "Reporter", "Runner", "SweepResult", "combine_processes",
+           "rank_logs", "should_run", "sigterm_as_interrupt", "stability_note", "write_combined",
+           "write_input"]
 
 #: Lines of the worker's own output quoted in ``exp.status_msg`` after a crash.
 OUTPUT_TAIL_LINES = 3
-
-Reporter = Callable[[str], None]
 
 
 @dataclass
@@ -56,8 +65,9 @@ class Outcome:
     """What became of one experiment of the sweep."""
 
     record: dict[str, Any]
-    ran: bool  # False when an earlier result was kept (exp.rerun)
+    ran: bool  # False when an earlier result was kept (exp.rerun) or it was skipped
     seconds: float = 0.0
+    skipped: bool = False  # not run: a smaller batch ran out of memory (launch.memo)
 
     @property
     def status(self) -> str:
@@ -67,10 +77,12 @@ class Outcome:
 
 @dataclass
 class SweepResult:
-    """Every experiment's outcome, in plan order; ``interrupted`` after Ctrl-C/SIGTERM."""
+    """Every experiment's outcome, in plan order; ``interrupted`` after Ctrl-C/SIGTERM,
+    ``stopped`` after SIGUSR1 (the experiments after the last one here never started)."""
 
     outcomes: list[Outcome] = field(default_factory=list)
     interrupted: bool = False
+    stopped: bool = False
 
     @property
     def failed(self) -> list[Outcome]:
@@ -96,13 +108,30 @@ def _signal_name(returncode: int) -> str:
         return f"signal {-returncode}"
 
 
-def _output_tail(log_path: Path, lines: int = OUTPUT_TAIL_LINES) -> str:
-    """The last lines of the worker's own output (not ``__key__=`` lines)."""
+#: The last line of a Python traceback: the exception's type, then its message.
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*$")
+
+
+def _own_output(log_path: Path) -> list[str]:
+    """The worker's own output lines at the end of its log: not ``__key__=`` lines,
+    nor dlbench's notes (``dlbench: monitor: ...``), which say nothing of a crash."""
     try:
         text = log_path.read_bytes()[-64_000:].decode("utf-8", errors="replace")
     except OSError:
-        return ""
-    own = [ln.strip() for ln in text.splitlines() if ln.strip() and not LINE_RE.match(ln)]
+        return []
+    return [ln.strip() for ln in text.splitlines()
+            if ln.strip() and not LINE_RE.match(ln) and not ln.startswith("dlbench: ")]
+
+
+def _output_tail(log_path: Path, lines: int = OUTPUT_TAIL_LINES) -> str:
+    """The last lines of the worker's own output, or the exception a Python traceback
+    ends with when there is one (its type and message)."""
+    own = _own_output(log_path)
+    if "Traceback (most recent call last):" in own:
+        after = own[len(own) - own[::-1].index("Traceback (most recent call last):"):]
+        errors = [ln for ln in after if _EXCEPTION_LINE.match(ln)]
+        if errors:
+            return errors[-1]
     return " | ".join(own[-lines:])
 
 
@@ -135,33 +164,19 @@ def _rank_failure(log_path: Path, main: Mapping[str, Any]) -> str | None:
     return f"rank {first}: {message}"
 
 
-def _crash_message(returncode: int, log_path: Path) -> str:
+def _crash_message(returncode: int, log_path: Path, progress: Any) -> str:
+    """Why a worker that wrote no status ended: the signal or exit status, where it
+    was (its last progress line), and the end of its own output."""
     how = (
         f"worker killed by {_signal_name(returncode)}"
         if returncode < 0
         else f"worker exited with status {returncode}"
     )
+    where = where_text(progress)
+    if where:
+        how += f" {where}"
     tail = _output_tail(log_path)
     return f"{how}: {tail}" if tail else how
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C while a sweep runs, so the worker is stopped and the
-    experiment marked interrupted either way."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def write_input(experiment: Mapping[str, Any], out_dir: Path, suffix: str = "") -> Path:
@@ -182,6 +197,8 @@ class Runner:
         self.report = report
         self.python = python
         self._stores: dict[Path, Store] = {}
+        self._memos: dict[Path, OutOfMemoryMemo] = {}
+        self._signals: SignalState | None = None
 
     def store(self, out_dir: Path) -> Store:
         """The store of run directory ``out_dir`` (opened once)."""
@@ -196,31 +213,53 @@ class Runner:
             store.close()
         self._stores.clear()
 
+    def memo(self, out_dir: Path) -> OutOfMemoryMemo:
+        """The failed-batch memo of run directory ``out_dir``, from its store."""
+        if out_dir not in self._memos:
+            self._memos[out_dir] = OutOfMemoryMemo(self.store(out_dir).records())
+        return self._memos[out_dir]
+
     def run(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
-        """Run (or keep earlier results of) every experiment, in order."""
+        """Run (or keep earlier results of, or skip) every experiment, in order, until
+        the end, an interrupt, or a SIGUSR1 stop request."""
         result = SweepResult()
         progress = Progress(len(experiments), self.report, varying_parameters(experiments))
-        with sigterm_as_interrupt():
-            for experiment in experiments:
-                out_dir = Path(experiment["exp.out_dir"])
-                store = self.store(out_dir)
-                earlier = store.get(str(experiment["exp.id"]))
-                if not should_run(experiment, earlier):
-                    assert earlier is not None
-                    outcome = Outcome(record=dict(earlier), ran=False)
-                else:
-                    started = time.monotonic()
-                    record, interrupted = self._run_one(experiment, out_dir)
-                    store.put(record)
-                    outcome = Outcome(record, ran=True, seconds=time.monotonic() - started)
-                    if interrupted:
-                        result.outcomes.append(outcome)
-                        result.interrupted = True
-                        progress.done(outcome)
+        with sweep_signals() as self._signals:
+            try:
+                for experiment in experiments:
+                    if self._signals.stop_requested:
+                        result.stopped = True
                         break
-                result.outcomes.append(outcome)
-                progress.done(outcome)
+                    outcome, interrupted = self._outcome(experiment)
+                    result.outcomes.append(outcome)
+                    progress.done(outcome)
+                    if interrupted:
+                        result.interrupted = True
+                        break
+            finally:
+                self._signals = None
         return result
+
+    def _outcome(self, experiment: Mapping[str, Any]) -> tuple[Outcome, bool]:
+        """Keep, skip or run one experiment; True with an interrupted one."""
+        out_dir = Path(experiment["exp.out_dir"])
+        store = self.store(out_dir)
+        earlier = store.get(str(experiment["exp.id"]))
+        if not should_run(experiment, earlier):
+            assert earlier is not None
+            return Outcome(record=dict(earlier), ran=False), False
+        memo = self.memo(out_dir)
+        blocker = memo.blocker(experiment)
+        if blocker is not None:
+            record = skipped_record(experiment, blocker)
+            write_combined(Path(experiment["exp.log_file"]), record)
+            store.put(record)
+            return Outcome(record, ran=False, skipped=True), False
+        started = time.monotonic()
+        record, interrupted = self._run_one(experiment, out_dir)
+        store.put(record)
+        memo.note(record)
+        return Outcome(record, ran=True, seconds=time.monotonic() - started), interrupted
 
     def _run_one(self, experiment: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, Any], bool]:
         repeat = int(experiment.get("exp.repeat", 1) or 1)
@@ -267,6 +306,7 @@ class Runner:
                 kill_worker(process)
             except KeyboardInterrupt:
                 interrupted = True
+                hold_interrupts(self._signals)
                 kill_worker(process)
             except BaseException:
                 kill_worker(process)
@@ -309,6 +349,7 @@ class Runner:
                         processes, float(experiment["exp.timeout"]) or None)
             except KeyboardInterrupt:
                 interrupted = True
+                hold_interrupts(self._signals)
             finally:
                 for process in processes:
                     kill_worker(process)
@@ -332,22 +373,34 @@ class Runner:
         parsed, warnings = parse_log(log_path)
         record = {**experiment, **parsed}
         status, message = str(parsed.get("exp.status", "")), str(parsed.get("exp.status_msg", ""))
+        kind = parsed.get(FAILURE_KIND_KEY)
         if timed_out:
-            status, message = "timeout", f"timed out after {experiment['exp.timeout']:g} s"
+            where = where_text(parsed.get(PROGRESS_KEY))
+            status = "timeout"
+            message = f"timed out after {experiment['exp.timeout']:g} s" + (
+                f" {where}" if where else "")
+            kind = "timeout"
         elif interrupted:
             status, message = "interrupted", "interrupted by the user (Ctrl-C or SIGTERM)"
+            kind = "interrupted"
         elif returncode != 0 and (rank_failure := _rank_failure(log_path, parsed)):
             status, message = "failure", rank_failure
         elif returncode != 0 and status != "failure":
-            status, message = "failure", _crash_message(returncode, log_path)
+            status = "failure"
+            message = _crash_message(returncode, log_path, parsed.get(PROGRESS_KEY))
+            kind = "signal" if returncode < 0 else "exit"
         elif returncode == 0 and status != "ok":
             status, message = "failure", "worker exited without writing results"
         if warnings and status == "ok":
             status, message = "failure", f"log is damaged: {warnings[0]}"
         if (status, message) != (parsed.get("exp.status"), parsed.get("exp.status_msg")):
             with LogWriter(log_path) as log:
+                if kind is not None and kind != parsed.get(FAILURE_KIND_KEY):
+                    log.write(FAILURE_KIND_KEY, kind)
                 log.write("exp.status", status)
                 log.write("exp.status_msg", message)
+        if kind is not None:
+            record[FAILURE_KIND_KEY] = kind
         record["exp.status"], record["exp.status_msg"] = status, message
         return record
 
@@ -382,62 +435,3 @@ def write_combined(log_path: Path, record: Mapping[str, Any]) -> None:
                                                                       "exp.status_msg")})
         log.write("exp.status", record.get("exp.status", ""))
         log.write("exp.status_msg", record.get("exp.status_msg", ""))
-
-
-def stability_note(record: Mapping[str, Any], shown: int = 2) -> str:
-    """`` (unstable: cv 12.0% > 5%; ...)`` for an unstable result, else empty; at
-    most ``shown`` reasons, then how many more (all are in the record)."""
-    reasons = record.get("results.unstable_reasons")
-    if record.get("results.stable") is not False or not isinstance(reasons, list):
-        return ""
-    text = "; ".join(map(str, reasons[:shown]))
-    more = len(reasons) - shown
-    return f" (unstable: {text}{f'; {more} more' if more > 0 else ''})" if reasons else ""
-
-
-def _format_duration(seconds: float) -> str:
-    whole = round(seconds)
-    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
-
-
-class Progress:
-    """A progress bar and ETA, one line per finished experiment."""
-
-    WIDTH = 20
-
-    def __init__(self, total: int, report: Reporter, label_keys: Sequence[str]) -> None:
-        self.total = total
-        self.report = report
-        self.label_keys = label_keys
-        self.finished = 0
-        self.run_seconds: list[float] = []
-
-    def done(self, outcome: Outcome) -> None:
-        self.finished += 1
-        if outcome.ran:
-            self.run_seconds.append(outcome.seconds)
-        filled = self.WIDTH * self.finished // max(self.total, 1)
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        remaining = self.total - self.finished
-        if remaining == 0:
-            eta = "done"
-        elif self.run_seconds:
-            eta = "ETA " + _format_duration(
-                sum(self.run_seconds) / len(self.run_seconds) * remaining
-            )
-        else:
-            eta = "ETA ?"
-        r = outcome.record
-        label = " ".join(f"{key}={r.get(key, '-')}" for key in self.label_keys) or str(
-            r.get("exp.model"))
-        if outcome.status == "ok":
-            unit = r.get("results.throughput_unit") or "samples/s"
-            detail = f"{float(r['results.throughput']):.2f} {unit}{stability_note(r)}"
-        else:
-            detail = str(r.get("exp.status_msg", ""))[:120]
-        status = outcome.status if outcome.ran else f"{outcome.status} (kept)"
-        took = f"{outcome.seconds:.1f} s" if outcome.ran else "earlier run"
-        self.report(
-            f"[{bar}] {self.finished}/{self.total} {status:<11} {label}: {detail} "
-            f"({took}) {eta}"
-        )

@@ -1,376 +1,47 @@
 """A scorecard against a baseline, in the manner of Mila's training benchmarks.
 
-A baseline file (``.json``, ``.yaml``/``.yml`` or ``.csv``) lists benchmarks, each a
-query selecting records and a target for one metric::
+The baseline (:mod:`dlbench.report.baseline`) lists benchmarks, each a query and a
+target. Per benchmark, of the runs its query selects (exp.status ok, a number in
+the metric), as Mila's ``mlbench-report`` computes them (:mod:`dlbench.report.verdicts`):
+the result is their mean without the best and the worst run (four runs or more), sd
+the sample sd of all of them, sd% = 100 * sd / result, diff% = 100 * (result / target
+- 1). Each benchmark needs ``min_runs`` runs (4 by default, as Mila's): fewer is an
+error, not a verdict.
 
-    {"metric": "results.throughput", "higher_is_better": true,
-     "tolerance": 0.05, "stability_threshold": 0.05, "missing_penalty": 0.5,
-     "benchmarks": [{"name": "resnet50-training-b32",
-                     "query": {"exp.model": "resnet50$", "exp.replica_batch": 32},
-                     "target": 123.4, "weight": 1.0}]}
-
-Only ``benchmarks`` and each benchmark's ``name``, ``query`` and ``target`` are
-required. ``higher_is_better`` defaults to false for ``results.time*`` metrics and
-true otherwise; a benchmark may set its own ``metric``, ``higher_is_better`` and
-``tolerance``. A csv baseline has a header ``name,target,weight,metric,query`` (the
-query as JSON text; ``weight``, ``metric``, ``higher_is_better`` and
-``tolerance`` optional) and takes the file-level defaults above.
-
-Per benchmark: the result is the mean of the runs its query selects (exp.status ok),
-without the best and the worst run when there are at least four; sd is their sample
-sd, sd% = 100 * sd / result, diff = result / target - 1. It passes when result >=
-target * (1 - tolerance) (higher is better), or result <= target * (1 + tolerance).
-The score is the weighted geometric mean of r = result / target (target / result
-when lower is better), a missing or failed benchmark counting r = missing_penalty:
-``score = exp(sum(w * ln r) / sum(w))``; 1 means on target.
+The verdict is Mila's: Bench Passes (every benchmark present), Deviation Quantile
+(the 80% quantile of sd% below the stability threshold) and Performance (the mean
+diff% >= 0). Beside them, informational: whether each benchmark is within its
+tolerance (result >= target * (1 - tolerance), or <= target * (1 + tolerance) when
+lower is better), the score, the weighted geometric mean of r = result / target
+(target / result when lower is better) with a missing or failed benchmark counting
+r = missing_penalty, ``score = exp(sum(w * ln r) / sum(w))``, and the runs'
+throughput avg, min, max and range (Mila's ``train_item``).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from dlbench.errors import QueryError, ResultsError
+from dlbench.errors import ResultsError
 from dlbench.report.aggregate import (
+    MAX_NAMED,
     SEPARATE_BY,
     LabeledTable,
     as_number,
     environment_warning,
     identity_candidates,
-    key_of,
-    quantile,
-    row_keys,
-    summarize,
-    trim_extremes,
-    usable_records,
 )
+from dlbench.report.baseline import Baseline, Benchmark
 from dlbench.report.model import Report
-from dlbench.results.query import filter_records, parse_query
+from dlbench.report.verdicts import QUANTILE, Figures, Verdicts, mila_verdicts, run_statistics
+from dlbench.results.query import filter_records
 
-BASELINE_FORMATS = (".json", ".yaml", ".yml", ".csv")
-QUANTILE = 0.8
-_TOP_KEYS = ("metric", "higher_is_better", "tolerance", "stability_threshold",
-             "missing_penalty", "benchmarks")
-_BENCH_KEYS = ("name", "query", "target", "weight", "metric", "higher_is_better", "tolerance")
-# What makes two baseline configurations different; hw.device_name is left out on
-# purpose, since a baseline is meant to be checked on other machines.
-_CONFIG_KEYS = ("exp.framework", "exp.model", "exp.phase", "exp.dtype", "exp.device_type",
-                "exp.replica_batch", "exp.num_replicas")
-
-
-def default_higher_is_better(metric: str) -> bool:
-    """False for time-like metrics (``results.time``, ``results.time_p90``...)."""
-    return not metric.startswith("results.time")
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """One expected measurement: the records ``query`` selects, and their target."""
-
-    name: str
-    query: dict[str, Any]
-    target: float
-    weight: float = 1.0
-    metric: str | None = None
-    higher_is_better: bool | None = None
-    tolerance: float | None = None
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """Targets and thresholds of a scorecard (see the module docstring)."""
-
-    benchmarks: list[Benchmark]
-    metric: str = "results.throughput"
-    higher_is_better: bool | None = None
-    tolerance: float = 0.05
-    stability_threshold: float = 0.05
-    missing_penalty: float = 0.5
-
-    def metric_of(self, bench: Benchmark) -> str:
-        """The metric ``bench`` is measured by."""
-        return bench.metric or self.metric
-
-    def higher_is_better_of(self, bench: Benchmark) -> bool:
-        """Whether a larger value of ``bench``'s metric is better."""
-        if bench.higher_is_better is not None:
-            return bench.higher_is_better
-        if bench.metric is None and self.higher_is_better is not None:
-            return self.higher_is_better
-        return default_higher_is_better(self.metric_of(bench))
-
-    def tolerance_of(self, bench: Benchmark) -> float:
-        """The tolerance ``bench`` passes with."""
-        return self.tolerance if bench.tolerance is None else bench.tolerance
-
-
-# ---------------------------------------------------------------- reading
-
-
-def _number(value: Any, where: str, key: str, low: float, high: float) -> float:
-    number = as_number(value)
-    if number is None or not low <= number <= high:
-        raise ResultsError(f"{where}: {key} must be a number in [{low:g}, {high:g}], "
-                           f"got {json.dumps(value)}")
-    return number
-
-
-def _bool(value: Any, where: str, key: str) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    raise ResultsError(f"{where}: {key} must be true or false, got {json.dumps(value)}")
-
-
-def _benchmark(entry: Any, where: str) -> Benchmark:
-    if not isinstance(entry, dict):
-        raise ResultsError(f"{where}: a benchmark must be a mapping with name, query, target")
-    unknown = sorted(set(entry) - set(_BENCH_KEYS))
-    if unknown:
-        raise ResultsError(
-            f"{where}: unknown key {unknown[0]!r}; accepted: {', '.join(_BENCH_KEYS)}")
-    for key in ("name", "query", "target"):
-        if entry.get(key) is None:
-            raise ResultsError(f"{where}: benchmark has no {key}")
-    name, query, metric = entry["name"], entry["query"], entry.get("metric")
-    if not isinstance(name, str) or not name:
-        raise ResultsError(f"{where}: name must be a non-empty string")
-    if metric is not None and not isinstance(metric, str):
-        raise ResultsError(f"{where}: metric must be a string such as results.throughput")
-    try:
-        checked = parse_query(json.dumps(query), f"{where}: query")
-    except QueryError as exc:
-        raise ResultsError(str(exc)) from exc
-    return Benchmark(
-        name=name, query=checked, metric=metric,
-        target=_number(entry["target"], where, "target", 1e-300, math.inf),
-        weight=_number(entry.get("weight", 1.0), where, "weight", 0.0, math.inf),
-        higher_is_better=_bool(entry.get("higher_is_better"), where, "higher_is_better"),
-        tolerance=None if entry.get("tolerance") is None
-        else _number(entry["tolerance"], where, "tolerance", 0.0, 1.0),
-    )
-
-
-def baseline_from_mapping(data: Any, path: str, lines: dict[int, int] | None = None) -> Baseline:
-    """Check a parsed JSON or YAML baseline; ``lines`` maps ``id(mapping)`` to the
-    line it starts on, for messages of the form ``file:line``."""
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path}: a baseline is a mapping with a 'benchmarks' list")
-    unknown = sorted(set(data) - set(_TOP_KEYS))
-    if unknown:
-        raise ResultsError(f"{path}: unknown key {unknown[0]!r}; accepted: {', '.join(_TOP_KEYS)}")
-    entries = data.get("benchmarks")
-    if not isinstance(entries, list) or not entries:
-        raise ResultsError(f"{path}: 'benchmarks' must be a non-empty list")
-    benchmarks = []
-    for index, entry in enumerate(entries):
-        line = (lines or {}).get(id(entry))
-        where = f"{path}:{line}" if line else f"{path}: benchmarks[{index}]"
-        benchmarks.append(_benchmark(entry, where))
-    return _checked(benchmarks, data, path)
-
-
-def _checked(benchmarks: list[Benchmark], data: dict[str, Any], path: str) -> Baseline:
-    names = [b.name for b in benchmarks]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ResultsError(f"{path}: benchmark name {duplicates[0]!r} is used twice")
-    metric = data.get("metric", "results.throughput")
-    if not isinstance(metric, str) or not metric:
-        raise ResultsError(f"{path}: metric must be a string such as results.throughput")
-    return Baseline(
-        benchmarks=benchmarks, metric=metric,
-        higher_is_better=_bool(data.get("higher_is_better"), path, "higher_is_better"),
-        tolerance=_number(data.get("tolerance", 0.05), path, "tolerance", 0.0, 1.0),
-        stability_threshold=_number(data.get("stability_threshold", 0.05), path,
-                                    "stability_threshold", 0.0, math.inf),
-        missing_penalty=_number(data.get("missing_penalty", 0.5), path, "missing_penalty",
-                                1e-9, 1.0),
-    )
-
-
-def _yaml_with_lines(text: str, path: str) -> tuple[Any, dict[int, int]]:
-    import yaml  # only yaml baselines need it
-
-    lines: dict[int, int] = {}
-
-    class LineLoader(yaml.SafeLoader):
-        """SafeLoader that remembers where each mapping starts."""
-
-    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-        value = dict(loader.construct_mapping(node, deep=True))
-        lines[id(value)] = node.start_mark.line + 1
-        return value
-
-    LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    try:
-        # LineLoader is a SafeLoader: no arbitrary Python objects.
-        return yaml.load(text, Loader=LineLoader), lines
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else path
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ResultsError(f"{where}: not valid YAML ({problem})") from exc
-
-
-def _csv_baseline(text: str, path: str) -> Baseline:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in ("name", "target", "query") if c not in (reader.fieldnames or [])]
-    if missing:
-        raise ResultsError(f"{path}:1: csv header lacks {', '.join(missing)}; expected "
-                           "name,target,weight,metric,query")
-    benchmarks = []
-    for row in reader:
-        where = f"{path}:{reader.line_num}"
-        entry: dict[str, Any] = {k: v for k, v in row.items() if k and v not in (None, "")}
-        try:
-            entry["query"] = json.loads(entry.get("query", "null"))
-            for key in ("target", "weight", "tolerance", "higher_is_better"):
-                if key in entry:
-                    entry[key] = json.loads(entry[key])
-        except ValueError as exc:
-            raise ResultsError(f"{where}: not valid JSON in a cell ({exc})") from exc
-        benchmarks.append(_benchmark(entry, where))
-    if not benchmarks:
-        raise ResultsError(f"{path}: no benchmarks")
-    return _checked(benchmarks, {}, path)
-
-
-def parse_baseline(text: str, path: str) -> Baseline:
-    """A baseline from the text of a file called ``path`` (its extension says the
-    format). ``ResultsError`` with ``file:line`` where possible when malformed."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ResultsError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
-        return baseline_from_mapping(data, path)
-    if suffix in (".yaml", ".yml"):
-        data, lines = _yaml_with_lines(text, path)
-        return baseline_from_mapping(data, path, lines)
-    if suffix == ".csv":
-        return _csv_baseline(text, path)
-    raise _unknown_extension(path)
-
-
-def _unknown_extension(path: str | Path) -> ResultsError:
-    return ResultsError(
-        f"baseline {path}: unknown extension; accepted: {' '.join(BASELINE_FORMATS)}")
-
-
-def load_baseline(path: str | Path) -> Baseline:
-    """Read and check a baseline file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"cannot read baseline {path}: {exc}") from exc
-    return parse_baseline(text, str(path))
-
-
-# ---------------------------------------------------------------- writing
-
-
-def baseline_to_mapping(baseline: Baseline) -> dict[str, Any]:
-    """The baseline as the mapping its JSON and YAML files hold."""
-    data: dict[str, Any] = {"metric": baseline.metric}
-    if baseline.higher_is_better is not None:
-        data["higher_is_better"] = baseline.higher_is_better
-    data.update(tolerance=baseline.tolerance, stability_threshold=baseline.stability_threshold,
-                missing_penalty=baseline.missing_penalty)
-    data["benchmarks"] = [
-        {k: v for k, v in vars(b).items() if v is not None} for b in baseline.benchmarks
-    ]
-    return data
-
-
-def dump_baseline(baseline: Baseline, path: str | Path) -> str:
-    """The text of a baseline file in the format ``path``'s extension names.
-
-    csv keeps only the benchmarks (name, target, weight, metric, query); reading it
-    back gives the default tolerance, stability threshold and penalty.
-    """
-    suffix = Path(path).suffix.lower()
-    data = baseline_to_mapping(baseline)
-    if suffix == ".json":
-        return json.dumps(data, indent=2) + "\n"
-    if suffix in (".yaml", ".yml"):
-        import yaml
-
-        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-    if suffix == ".csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["name", "target", "weight", "metric", "query"])
-        for b in baseline.benchmarks:
-            writer.writerow([b.name, repr(b.target), repr(b.weight), baseline.metric_of(b),
-                             json.dumps(b.query)])
-        return out.getvalue()
-    raise _unknown_extension(path)
-
-
-def _exact(value: Any) -> Any:
-    # Query strings are regular expressions matched at the start: "vgg16" would also
-    # select "vgg16_bn". Escaped and ended with "$", a string selects only itself.
-    return re.escape(value) + "$" if isinstance(value, str) else value
-
-
-def _trimmed_mean(values: Sequence[float]) -> tuple[float, float | None]:
-    kept = summarize(trim_extremes(values))
-    return float(kept), kept.sd
-
-
-def make_baseline(
-    records: Sequence[dict[str, Any]], metric: str = "results.throughput"
-) -> tuple[Baseline, list[str]]:
-    """A baseline with one benchmark per configuration of ``records`` and warnings.
-
-    A configuration is a combination of framework, model, phase, dtype, device type,
-    replica batch and replica count, plus any other parameter that defines the
-    measurement and differs between records (``user.*`` labels do not: their runs
-    are repeats). Its query selects exactly those values; its target is the result
-    the scorecard would compute for the records; its weight is 1.
-    """
-    usable, warnings = usable_records(records, metric)
-    others = identity_candidates(
-        usable, [*_CONFIG_KEYS, "hw.device_name", "exp.gpus", "exp.num_local_replicas"])
-    # As in the tables: another parameter joins the configuration only where runs
-    # would otherwise be averaged over it, not where it follows the batch size.
-    keys = row_keys(usable, _CONFIG_KEYS, [], others)
-    varying = {k for k in keys if len({json.dumps(r.get(k), sort_keys=True) for r in usable}) > 1}
-    configs: dict[Any, list[dict[str, Any]]] = {}
-    for record in usable:
-        configs.setdefault(key_of(record, keys), []).append(record)
-    benchmarks: list[Benchmark] = []
-    names: set[str] = set()
-    for members in configs.values():
-        first = members[0]
-        parts = [str(first.get("exp.model")), str(first.get("exp.phase")),
-                 f"b{first.get('exp.replica_batch')}"]
-        if "exp.num_replicas" in varying or first.get("exp.num_replicas", 1) != 1:
-            parts.append(f"x{first.get('exp.num_replicas')}")
-        parts += [f"{k.removeprefix('exp.')}={first.get(k)}" for k in keys if k in varying
-                  and k not in ("exp.model", "exp.phase", "exp.replica_batch", "exp.num_replicas")]
-        name, suffix = "-".join(parts), 2
-        while name in names:
-            name, suffix = f"{'-'.join(parts)}-{suffix}", suffix + 1
-        names.add(name)
-        target, _ = _trimmed_mean([float(r[metric]) for r in members])
-        # A list or an object in a query means "any of" or operators, not a value.
-        query = {k: _exact(first[k]) for k in keys
-                 if first.get(k) is not None and not isinstance(first[k], (list, dict))}
-        benchmarks.append(Benchmark(name=name, query=query, target=target))
-    return Baseline(benchmarks=benchmarks, metric=metric,
-                    higher_is_better=default_higher_is_better(metric)), warnings
-
-
-# ---------------------------------------------------------------- scoring
+#: The per-record value the throughput table summarises (Mila's items/s).
+THROUGHPUT = "results.throughput"
 
 
 @dataclass
@@ -379,24 +50,30 @@ class BenchmarkResult:
 
     benchmark: Benchmark
     metric: str
-    status: str  # PASS, FAIL, MISSING (no record matches) or FAILED (none usable)
+    status: str  # ok, MISSING (no record matches) or FAILED (none usable)
     ratio: float  # result / target, better-is-larger; the penalty when no result
+    higher_is_better: bool = True
+    within_tolerance: bool | None = None  # None without a result
     runs: int = 0
     result: float | None = None
     sd: float | None = None
+    throughputs: tuple[float, ...] = ()  # each run's results.throughput
     why: str = ""
+
+    @property
+    def figures(self) -> Figures:
+        """What the verdicts need of this benchmark."""
+        return Figures(self.result, self.sd, self.benchmark.target, self.higher_is_better)
 
     @property
     def sd_percent(self) -> float | None:
         """100 * sd / result."""
-        if self.sd is None or not self.result:
-            return None
-        return 100.0 * self.sd / self.result
+        return self.figures.sd_percent
 
     @property
     def diff_percent(self) -> float | None:
         """100 * (result / target - 1)."""
-        return None if self.result is None else 100.0 * (self.result / self.benchmark.target - 1)
+        return self.figures.diff_percent
 
 
 def weighted_score(results: Sequence[BenchmarkResult]) -> float | None:
@@ -407,16 +84,31 @@ def weighted_score(results: Sequence[BenchmarkResult]) -> float | None:
     return math.exp(math.fsum(r.benchmark.weight * math.log(r.ratio) for r in results) / total)
 
 
+def _too_few_runs(short: list[tuple[str, int]], baseline: Baseline) -> ResultsError:
+    named = ", ".join(f"{name} ({runs})" for name, runs in short[:MAX_NAMED])
+    more = f" and {len(short) - MAX_NAMED} more" if len(short) > MAX_NAMED else ""
+    return ResultsError(
+        f"the scorecard needs at least {baseline.min_runs} runs of each benchmark; "
+        f"{len(short)} have fewer: {named}{more} (repeat the sweep, e.g. "
+        f"-V 'user.run=[1,2,3,4]', or lower min_runs in the baseline)")
+
+
 def evaluate(
     records: Sequence[dict[str, Any]], baseline: Baseline
 ) -> tuple[list[BenchmarkResult], list[str]]:
     """Each benchmark's result against its target, and warnings (a query that
-    selects several configurations, whose runs are then averaged as one)."""
+    selects several configurations, whose runs are then averaged as one).
+
+    ``ResultsError`` when a benchmark has some runs but fewer than
+    ``baseline.min_runs``.
+    """
     results: list[BenchmarkResult] = []
     warnings: list[str] = []
+    short: list[tuple[str, int]] = []
     penalty = baseline.missing_penalty
     for bench in baseline.benchmarks:
         metric = baseline.metric_of(bench)
+        better = baseline.higher_is_better_of(bench)
         matched = filter_records(records, bench.query)
         ok = [r for r in matched if r.get("exp.status") == "ok" and as_number(r.get(metric))
               is not None]
@@ -424,21 +116,27 @@ def evaluate(
             status = "FAILED" if matched else "MISSING"
             why = (f"{len(matched)} record(s) match, none with exp.status ok and a numeric "
                    f"{metric}") if matched else "no record matches the query"
-            results.append(BenchmarkResult(bench, metric, status, penalty, why=why))
+            results.append(BenchmarkResult(bench, metric, status, penalty, better, why=why))
             continue
-        result, sd = _trimmed_mean([float(r[metric]) for r in ok])
-        better = baseline.higher_is_better_of(bench)
-        tolerance = baseline.tolerance_of(bench)
-        passed = (result >= bench.target * (1 - tolerance) if better
+        if len(ok) < baseline.min_runs:
+            short.append((bench.name, len(ok)))
+            continue
+        stats = run_statistics([float(r[metric]) for r in ok])
+        result, tolerance = stats.result, baseline.tolerance_of(bench)
+        within = (result >= bench.target * (1 - tolerance) if better
                   else result <= bench.target * (1 + tolerance))
         ratio = result / bench.target if better else (bench.target / result if result else 0.0)
-        results.append(BenchmarkResult(bench, metric, "PASS" if passed else "FAIL",
-                                       ratio if ratio > 0 else penalty, len(ok), result, sd))
+        throughputs = tuple(t for r in ok if (t := as_number(r.get(THROUGHPUT))) is not None)
+        results.append(BenchmarkResult(
+            bench, metric, "ok", ratio if ratio > 0 else penalty, better, within,
+            stats.runs, result, stats.sd, throughputs))
         spread = [k for k in [*SEPARATE_BY, *identity_candidates(ok, SEPARATE_BY)]
                   if len({json.dumps(r.get(k), sort_keys=True) for r in ok}) > 1]
         if spread:
             warnings.append(f"benchmark {bench.name} selects runs that differ in "
                             f"{', '.join(spread)}; they are averaged as one benchmark")
+    if short:
+        raise _too_few_runs(short, baseline)
     return results, warnings
 
 
@@ -450,77 +148,107 @@ def _benchmark_table(results: list[BenchmarkResult], baseline: Baseline) -> Labe
     metrics = list(dict.fromkeys(r.metric for r in results))
     labels = ["benchmark", "metric"] if len(metrics) > 1 else ["benchmark"]
     directions = sorted({
-        ">= target * (1 - tolerance)" if baseline.higher_is_better_of(r.benchmark)
+        ">= target * (1 - tolerance)" if r.higher_is_better
         else "<= target * (1 + tolerance)" for r in results
     })
+    tolerances = sorted({baseline.tolerance_of(r.benchmark) for r in results})
     return LabeledTable(
         title=f"Benchmarks ({metrics[0]})" if len(metrics) == 1 else "Benchmarks",
-        columns=[*labels, "target", "result", "sd", "sd%", "diff%", "runs", "status"],
+        columns=[*labels, "target", "result", "sd", "sd%", "diff%", "runs", "tolerance",
+                 "status"],
         rows=[
             [r.benchmark.name, *([r.metric] if len(metrics) > 1 else []), r.benchmark.target,
-             r.result, r.sd, r.sd_percent, r.diff_percent, r.runs, r.status]
+             r.result, r.sd, r.sd_percent, r.diff_percent, r.runs,
+             None if r.within_tolerance is None else _verdict(r.within_tolerance), r.status]
             for r in results
         ],
         notes=[
             "result: mean of the runs, without the best and the worst when there are 4 or "
-            "more; sd: their sample sd; sd% = 100 * sd / result; diff% = 100 * (result / "
-            "target - 1)",
-            f"PASS: result {' or '.join(directions)}, tolerance {_pct(baseline.tolerance)}; "
-            "MISSING: no record matches the query; FAILED: none has exp.status ok and the "
-            "metric",
+            "more; sd: sample sd of all the runs; sd% = 100 * sd / result; diff% = 100 * "
+            "(result / target - 1)",
+            f"tolerance (informational): PASS when result {' or '.join(directions)}, "
+            f"tolerance {', '.join(_pct(t) for t in tolerances)}",
+            "status: MISSING when no record matches the query, FAILED when none has "
+            "exp.status ok and the metric",
             *(f"{r.benchmark.name}: {r.why}" for r in results if r.why),
         ],
         label_columns=len(labels),
     )
 
 
-def scorecard_report(
-    records: Sequence[dict[str, Any]], baseline: Baseline, source: str = "the baseline"
-) -> Report:
-    """The scorecard of ``records`` against ``baseline``: a table of benchmarks, a
-    table of statistics with the formulas and thresholds, and an overall verdict."""
-    results, warnings = evaluate(records, baseline)
-    differs = environment_warning([r for r in records if r.get("exp.status") == "ok"])
-    if differs:
-        warnings.append(differs)
-    expected = len(results)
-    present = sum(r.result is not None for r in results)
-    passing = sum(r.status == "PASS" for r in results)
-    spreads = [p for r in results if (p := r.sd_percent) is not None]
-    q80 = quantile(spreads, QUANTILE) if spreads else None
-    stable = q80 is None or q80 <= 100 * baseline.stability_threshold
-    diffs = [d for r in results if (d := r.diff_percent) is not None]
-    mean_diff = math.fsum(diffs) / len(diffs) if diffs else None
+def _throughput_table(results: list[BenchmarkResult]) -> LabeledTable:
+    rows: list[list[Any]] = []
+    for r in results:
+        values = r.throughputs
+        low, high = (min(values), max(values)) if values else (None, None)
+        rows.append([r.benchmark.name, len(values) or None,
+                     math.fsum(values) / len(values) if values else None, low, high,
+                     None if low is None or high is None else high - low])
+    return LabeledTable(
+        title=f"Throughput of the runs, items/s ({THROUGHPUT})",
+        columns=["benchmark", "runs", "avg", "min", "max", "range"],
+        rows=rows,
+        notes=["avg, min, max over every run of the benchmark; range = max - min"],
+    )
+
+
+def _summary_table(verdicts: Verdicts, results: list[BenchmarkResult],
+                   baseline: Baseline) -> LabeledTable:
+    threshold = f"< {_pct(baseline.stability_threshold)}"
+    within = sum(r.within_tolerance is True for r in results)
     score = weighted_score(results)
-    threshold = f"<= {_pct(baseline.stability_threshold)}"
-    lower = any(not baseline.higher_is_better_of(r.benchmark) for r in results)
+    lower = any(not r.higher_is_better for r in results)
     inverse = " (target / result where lower is better)" if lower else ""
-    stats = LabeledTable(
+    flipped = " (-diff% where lower is better)" if lower else ""
+    quantile_pass = "n/a" if verdicts.deviation_quantile is None else _truth(verdicts.stable)
+    return LabeledTable(
         title="Summary",
         columns=["statistic", "value", "required", "pass"],
         rows=[
-            ["benchmarks present", present, expected, _verdict(present == expected)],
-            ["benchmarks passing", passing, expected, _verdict(passing == expected)],
-            [f"sd% quantile ({QUANTILE:.0%})", q80, threshold,
-             _verdict(stable) if q80 is not None else "n/a"],
-            ["mean diff%", mean_diff, None, None],
+            ["Bench Passes", verdicts.present, verdicts.expected,
+             _truth(verdicts.bench_passes)],
+            [f"Deviation Quantile ({QUANTILE:.0%})", verdicts.deviation_quantile, threshold,
+             quantile_pass],
+            ["Performance", verdicts.performance, ">= 0", _truth(verdicts.performs)],
+            ["within tolerance", within, verdicts.expected, None],
             ["score", score, None, None],
         ],
         notes=[
+            "Bench Passes: benchmarks present with a result, of those in the baseline",
+            f"Deviation Quantile: the {QUANTILE:.0%} quantile of sd% over the benchmarks "
+            f"with 2 or more runs (linear interpolation); passes when {threshold}",
+            f"Performance: the mean diff%{flipped}; passes when >= 0",
+            "within tolerance and score are informational: the verdict is the three above",
             f"score = exp(sum(w * ln r) / sum(w)), r = result / target{inverse}; a MISSING "
             f"or FAILED benchmark counts r = {baseline.missing_penalty:g}",
-            f"sd% quantile: over the benchmarks with 2 or more runs; stable when {threshold}",
         ],
         floatfmt="{:.4f}",
         label_columns=1,
     )
-    reasons = [f"{n} {what}" for n, what in ((expected - present, "missing or failed"),
-                                             (present - passing, "outside tolerance")) if n]
-    reasons += [] if stable else ["unstable"]
-    verdict = "PASS" if not reasons else f"FAIL ({', '.join(reasons)})"
+
+
+def scorecard_report(
+    records: Sequence[dict[str, Any]], baseline: Baseline, source: str = "the baseline"
+) -> Report:
+    """The scorecard of ``records`` against ``baseline``: a table of benchmarks, the
+    throughput of their runs, Mila's three verdicts with the informational
+    statistics, and an overall verdict (PASS when all three verdicts pass)."""
+    results, warnings = evaluate(records, baseline)
+    differs = environment_warning([r for r in records if r.get("exp.status") == "ok"])
+    if differs:
+        warnings.append(differs)
+    verdicts = mila_verdicts([r.figures for r in results], baseline.stability_threshold)
+    reasons = [f"{verdicts.expected - verdicts.present} missing or failed"] \
+        if not verdicts.bench_passes else []
+    reasons += [] if verdicts.stable else ["unstable"]
+    if verdicts.performance is not None and not verdicts.performs:
+        reasons.append(f"performance {verdicts.performance:+.2f}% below target")
+    verdict = "PASS" if verdicts.passed else f"FAIL ({', '.join(reasons)})"
+    score = weighted_score(results)
     return Report(
         title=f"Scorecard against {source}",
-        tables=[_benchmark_table(results, baseline), stats],
+        tables=[_benchmark_table(results, baseline), _throughput_table(results),
+                _summary_table(verdicts, results, baseline)],
         warnings=warnings,
         summary=[f"Overall: {verdict}" + (f"; score {score:.4f}" if score is not None else "")],
     )
@@ -528,3 +256,8 @@ def scorecard_report(
 
 def _verdict(passed: bool) -> str:
     return "PASS" if passed else "FAIL"
+
+
+def _truth(passed: bool) -> str:
+    # Mila's report prints True and False; a reader comparing the two sees the same.
+    return "True" if passed else "False"

@@ -12,8 +12,16 @@
 Every derived figure is computed from unrounded means; only formatters round. Rows
 are also split by every other parameter that would otherwise be averaged over (see
 :func:`dlbench.report.aggregate.row_keys`), and tables by framework, device,
-phase and precision. With a target other than ``results.time`` a report is one
-table of that value per group: throughput, speedup and efficiency need a time.
+phase and precision.
+
+The time may be any per-batch time statistic (:func:`is_time_variable`):
+``results.time`` (the mean), ``results.time_p50`` (the median), another percentile,
+``results.time_min`` or ``_max``; throughput, speedup and efficiency are then
+derived from it by the same formulas, so ``results.time_p50`` gives the median-based
+scaling of a study that reports speedup from median throughput. With a throughput
+target (:func:`is_rate_variable`) the scaling reports give speedup =
+throughput_N / throughput_1 and efficiency = 100 * speedup / N, which is what the
+time formulas above amount to. Any other target is one table of that value per group.
 
 Example::
 
@@ -23,6 +31,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +56,37 @@ from dlbench.report.model import Report, Table
 
 TIME = "results.time"
 REPORT_TYPES = ("exploration", "weak-scaling", "strong-scaling")
+
+# Per-batch times in ms (measure.stats.summarize_times); not time_std, time_cv or
+# time_data, which are a spread, a ratio and a list.
+_TIME_VARIABLE = re.compile(r"results\.time(_min|_max|_p\d+)?")
+_RATE_VARIABLES = ("results.throughput",)
+
+
+def is_time_variable(name: str) -> bool:
+    """Whether ``name`` is a batch time in ms a throughput can be derived from:
+    ``results.time``, ``results.time_p50`` (or another percentile), ``_min``, ``_max``."""
+    return _TIME_VARIABLE.fullmatch(name) is not None
+
+
+def is_rate_variable(name: str) -> bool:
+    """Whether ``name`` is a throughput, items per second (``results.throughput``)."""
+    return name in _RATE_VARIABLES
+
+
+def time_title(name: str) -> str:
+    """The title of a table of the time statistic ``name``: ``Batch time, ms`` for the
+    mean, ``Median batch time, ms (results.time_p50)`` for the median, and so on."""
+    suffix = name.removeprefix("results.time")
+    if not suffix:
+        return "Batch time, ms"
+    if suffix == "_p50":
+        what = "Median batch time"
+    elif suffix in ("_min", "_max"):
+        what = f"{'Minimum' if suffix == '_min' else 'Maximum'} batch time"
+    else:
+        what = f"{suffix[1:]} batch time"
+    return f"{what}, ms ({name})"
 
 # Parameters that move with the number of replicas; a scaling row spans them.
 # GPUs "0,1" and "2,3" are therefore one configuration (two replicas on one node).
@@ -182,9 +222,11 @@ def _group_tables(
     def mean(row: RowKey, column: ColKey) -> Measured | None:
         return means.get((row, column))
 
-    if target != TIME:
+    if is_rate_variable(target) and kind != "exploration":
+        return _rate_scaling_tables(grid, mean, group, target)
+    if not is_time_variable(target):
         return [_table(target, grid, mean, group)]
-    time_table = _table("Batch time, ms", grid, mean, group)
+    time_table = _table(time_title(target), grid, mean, group)
 
     def samples(row: RowKey, column: ColKey) -> float | None:
         members = grid.cells.get((row, column))
@@ -197,7 +239,7 @@ def _group_tables(
 
     if kind == "exploration":
         formula = "Throughput, samples/s = effective batch * 1000 / t"
-        return [time_table, _table(formula, grid, throughput, group)]
+        return [time_table, _with_time_note(_table(formula, grid, throughput, group), target)]
 
     baseline = next((c for c in grid.sorted_columns() if c[0] == 1), None)
     if all(c[0] == 1 for c in grid.columns):
@@ -232,8 +274,52 @@ def _group_tables(
             note = f"no 1-replica result for {_row_name(grid, row)}: no speedup or efficiency"
             speedup_table.notes.append(note)
             efficiency_table.notes.append(note)
-    return [time_table, _table(thr_title, grid, throughput, group), speedup_table,
-            efficiency_table]
+    return [time_table, _with_time_note(_table(thr_title, grid, throughput, group), target),
+            speedup_table, efficiency_table]
+
+
+def _with_time_note(table: LabeledTable, target: str) -> LabeledTable:
+    if target == TIME:
+        return table
+    which = "median" if target == "results.time_p50" else target.removeprefix("results.time_")
+    table.notes.append(
+        f"t is {target}, the {which} batch time of each run (averaged over the runs of a "
+        "configuration); speedup and efficiency derive from it")
+    return table
+
+
+def _rate_scaling_tables(
+    grid: _Grid, mean: Callable[[RowKey, ColKey], Measured | None], group: dict[str, Any],
+    target: str,
+) -> list[Table]:
+    """Throughput, speedup and efficiency of a scaling report whose target is a
+    throughput: speedup = throughput_N / throughput_1, efficiency = 100 * speedup / N."""
+    baseline = next((c for c in grid.sorted_columns() if c[0] == 1), None)
+
+    def speedup(row: RowKey, column: ColKey) -> float | None:
+        base = None if baseline is None else mean(row, baseline)
+        now = mean(row, column)
+        return None if base is None or now is None or base.mean == 0 else now / base
+
+    def efficiency(row: RowKey, column: ColKey) -> float | None:
+        ratio, count = speedup(row, column), column[0]
+        if ratio is None or not isinstance(count, (int, float)) or count == 0:
+            return None
+        return 100.0 * ratio / count
+
+    value_table = _table(target, grid, mean, group)
+    if all(c[0] == 1 for c in grid.columns):
+        value_table.notes.append(
+            "every record has 1 replica: there is nothing to scale yet, speedup is 1 and "
+            "efficiency 100% by definition")
+    speedup_table = _table("Speedup = throughput_N / throughput_1", grid, speedup, group)
+    efficiency_table = _table("Efficiency, % = 100 * speedup / N", grid, efficiency, group)
+    for row in grid.rows:
+        if baseline is None or mean(row, baseline) is None:
+            note = f"no 1-replica result for {_row_name(grid, row)}: no speedup or efficiency"
+            speedup_table.notes.append(note)
+            efficiency_table.notes.append(note)
+    return [value_table, speedup_table, efficiency_table]
 
 
 def unstable_warning(records: Sequence[dict[str, Any]]) -> str | None:

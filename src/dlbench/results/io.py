@@ -1,9 +1,9 @@
 """Records in and out: run directories, stores and exported files.
 
 Sources (:func:`load_records`): a run directory (its ``results.sqlite``, or, when it
-has none, the logs beneath it), a ``.sqlite``/``.db`` store, and the files
-:func:`write_records` writes: ``.json`` (``{"data": [...]}`` or a bare list),
-``.json.gz``, ``.jsonl`` and ``.csv``.
+has none, the logs beneath it), a ``.sqlite``/``.db`` store, one ``.log`` or
+``.log.gz`` log, and the files :func:`write_records` writes: ``.json``
+(``{"data": [...]}`` or a bare list), ``.json.gz``, ``.jsonl`` and ``.csv``.
 
 CSV has no types, so a cell is written so that it reads back as what it was: a
 non-string value as its JSON text, a string raw unless it would itself read back as
@@ -36,14 +36,18 @@ from dlbench.results.store import STORE_FILENAME, Store
 if TYPE_CHECKING:
     import pandas
 
-_SOURCE_KINDS = "a run directory, a .sqlite or .db store, or a .json, .json.gz, .jsonl or .csv file"
+_SOURCE_KINDS = (
+    "a run directory, a .sqlite or .db store, a .log or .log.gz log, "
+    "or a .json, .json.gz, .jsonl or .csv file"
+)
 WRITE_FORMATS = (".json", ".json.gz", ".jsonl", ".csv")
 
 
 def _suffix(path: Path) -> str:
     name = path.name.lower()
-    if name.endswith(".json.gz"):
-        return ".json.gz"
+    for double in (".json.gz", ".log.gz"):
+        if name.endswith(double):
+            return double
     return path.suffix.lower()
 
 
@@ -134,7 +138,8 @@ def _load_directory(path: Path, parse_warnings: list[ParseWarning] | None) -> li
             return store.records()
     records, warnings = parse_logs([path], recursive=True)
     if not records and not warnings:
-        warnings.append(ParseWarning(str(path), 0, f"no {STORE_FILENAME} and no *.log files"))
+        warnings.append(
+            ParseWarning(str(path), 0, f"no {STORE_FILENAME} and no *.log or *.log.gz files"))
     if parse_warnings is not None:
         parse_warnings.extend(warnings)
     return records
@@ -149,6 +154,11 @@ def _load_source(path: Path, parse_warnings: list[ParseWarning] | None) -> list[
     if kind in (".sqlite", ".db"):
         with Store(path, create=False) as store:
             return store.records()
+    if kind in (".log", ".log.gz"):
+        records, warnings = parse_logs([path])
+        if parse_warnings is not None:
+            parse_warnings.extend(warnings)
+        return records
     if kind == ".json":
         return _load_json_text(_read_text(path), path)
     if kind == ".json.gz":
@@ -166,9 +176,10 @@ def load_records(
     """Load and concatenate, in order, the records of every source.
 
     A source is a run directory (its store, else its logs, recursively), a
-    ``.sqlite``/``.db`` store, or a ``.json``, ``.json.gz``, ``.jsonl`` or ``.csv``
-    export. A missing path or unknown kind raises ``ResultsError``. Warnings from
-    parsing logs are appended to ``parse_warnings`` when given, dropped otherwise.
+    ``.sqlite``/``.db`` store, a ``.log``/``.log.gz`` log, or a ``.json``,
+    ``.json.gz``, ``.jsonl`` or ``.csv`` export. A missing path or unknown kind
+    raises ``ResultsError``. Warnings from parsing logs are appended to
+    ``parse_warnings`` when given, dropped otherwise.
     """
     if isinstance(sources, (str, Path)):
         raise TypeError("load_records takes a sequence of sources, not one path")

@@ -4,7 +4,13 @@ A worker writes one log per experiment: its parameters first, then its results.
 Everything else in the file (the framework's warnings, progress bars, tracebacks) is
 ignored by the parser, and the last occurrence of a key wins, so a value can be
 updated by writing it again. The writer appends and flushes after every line, so a
-run killed at any moment leaves a log whose complete lines can all be read back.
+run killed at any moment leaves a log whose complete lines can all be read back; a
+line it finds cut short by an earlier writer is marked (:data:`CUT_MARK`) before it
+goes on, so that the cut value is never read as a whole one.
+
+The line grammar is DLBS's: optional spaces or tabs, ``__``, the name (up to the
+first ``__`` followed by optional spaces or tabs and ``=``), then the value: JSON
+text, with surrounding whitespace ignored; a value of only whitespace is ``null``.
 
 Example::
 
@@ -23,10 +29,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-#: One log line: ``__`` name ``__=`` JSON value. The name is non-greedy so that the
-#: first ``__=`` ends it; :func:`format_line` refuses names containing ``__=``, which
-#: keeps that split unambiguous (names may still contain ``_`` and end in ``_``).
-LINE_RE = re.compile(r"^__(?P<name>\S+?)__=(?P<value>.*)$")
+#: One log line, as DLBS's log parser reads it: leading spaces or tabs, ``__`` name
+#: ``__``, spaces or tabs, ``=``, the value (to the end of the line). The name is
+#: non-greedy, so the first ``__=`` (or ``__ =``) ends it; :func:`format_line`
+#: refuses names containing ``__=`` or whitespace, which keeps that split unambiguous
+#: (names may still contain ``_`` and end in ``_``). Whitespace around the name and
+#: the value is not part of them (the parser strips it, as DLBS does).
+LINE_RE = re.compile(r"[ \t]*__(?P<name>.+?)__[ \t]*=(?P<value>.*)")
+
+#: What :class:`LogWriter` appends to a last line it finds without its line end (a
+#: writer killed mid-line), before starting a new line: it makes the cut value
+#: invalid JSON whatever it was (``15`` of ``159.78``), so the parser reports the
+#: line instead of reading a wrong number. No quote, so it cannot close a string.
+CUT_MARK = " <cut short: its writer stopped mid-line>"
 
 
 #: Environment variable naming the log the worker with local rank 0 writes, when it
@@ -71,8 +86,9 @@ class LogWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # A previous writer killed mid-line leaves a partial last line; starting on
-        # a fresh line keeps our first key from being glued onto it.
+        # A previous writer killed mid-line leaves a partial last line: mark it as cut
+        # (a bare newline would turn "15" of "159.78" into a whole, wrong value), then
+        # start a fresh line so that our first key is not glued onto it.
         needs_newline = False
         if self.path.is_file() and self.path.stat().st_size > 0:
             with self.path.open("rb") as existing:
@@ -81,7 +97,7 @@ class LogWriter:
         self._file = self.path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
         if needs_newline:
-            self._append("\n")
+            self._append(CUT_MARK + "\n")
 
     def _append(self, text: str) -> None:
         with self._lock:

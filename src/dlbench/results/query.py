@@ -1,18 +1,25 @@
 """DLBS-style JSON queries over records: ``{"exp.model": "resnet", "exp.replica_batch": [16, 32]}``.
 
 Every key of a query must match, and a record lacking a key does not match it
-(except ``{"$exists": false}``). The value decides how:
+(DLBS's ``strict`` policy, the one its reports use; ``{"$exists": false}`` selects
+records without a key). The value decides how, as in DLBS's ``DictUtils.match``:
 
-- a string is a regular expression anchored at the start (``re.match``) tested
-  against string values, so ``"resnet"`` matches ``resnet18`` and ``resnet50`` but
-  ``"net"`` matches neither; a number or bool record value matches a string only
-  when its JSON text is exactly that string (``"16"`` matches 16, not 16.0);
-- a list matches when any of its elements does;
-- an object holds operators: ``$ne`` (not what the operand would match),
-  ``$gt``/``$gte``/``$lt``/``$lte`` (numbers against numbers, strings against
-  strings; anything else does not match), ``$exists`` (bool); all must hold;
+- ``""`` matches only the empty string (``{"exp.gpus": ""}``: CPU runs);
+- any other string is a regular expression anchored at the start (``re.match``)
+  tested against string values, so ``"resnet"`` matches ``resnet18`` and
+  ``resnet50`` but ``"net"`` matches neither, and ``"0"`` matches ``"0,1"``
+  (write ``"0$"`` for one GPU); a number or bool record value matches a string
+  only when its JSON text is exactly that string (``"16"`` matches 16, not 16.0),
+  where DLBS would stop with a TypeError;
+- a list is membership: the record value must equal one of its elements, which are
+  strings, numbers, bools or null, compared as values, not patterns
+  (``{"exp.gpus": ["0"]}`` matches ``"0"``, not ``"0,1"``; ``[16]`` matches 16 and
+  16.0, not ``"16"``);
 - a number, bool or null matches an equal value: ``1`` matches ``1.0``, but
-  ``true`` never matches ``1``.
+  ``true`` never matches ``1`` (DLBS, comparing with Python's ``==``, would);
+- an object holds operators, a dlbench extension: ``$ne`` (not what the operand
+  would match), ``$gt``/``$gte``/``$lt``/``$lte`` (numbers against numbers, strings
+  against strings; anything else does not match), ``$exists`` (bool); all must hold.
 
 Example::
 
@@ -57,13 +64,31 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, bool, int, float))
+
+
+def _equal(value: Any, wanted: Any) -> bool:
+    """Whether a record value is the list element ``wanted``: strings by text,
+    numbers by value (16 is 16.0), bools and null by identity; types never mix."""
+    if isinstance(wanted, str):
+        return isinstance(value, str) and value == wanted
+    if isinstance(wanted, bool) or wanted is None:
+        return value is wanted
+    return _is_number(value) and bool(value == wanted)
+
+
 def _check(condition: Any, key: str) -> None:
     """Raise QueryError for a condition that can never be evaluated."""
     if isinstance(condition, str):
         _compile(condition)
     elif isinstance(condition, list):
         for element in condition:
-            _check(element, key)
+            if not _is_scalar(element):
+                raise QueryError(
+                    f"query: {key}: a list holds the values to match (strings, numbers, "
+                    f"true, false, null), got {json.dumps(element)}"
+                )
     elif isinstance(condition, dict):
         if not condition:
             raise QueryError(
@@ -125,12 +150,16 @@ def _match_value(value: Any, condition: Any, key: str) -> bool:
     """Whether a present record value satisfies one query condition."""
     if isinstance(condition, str):
         if isinstance(value, str):
-            return _compile(condition).match(value) is not None
+            # An empty pattern would match every string; DLBS has "" mean "".
+            return value == "" if condition == "" else (
+                _compile(condition).match(value) is not None)
         if _is_number(value) or isinstance(value, bool):
             return json.dumps(value) == condition
         return False
     if isinstance(condition, list):
-        return any(_match_value(value, element, key) for element in condition)
+        if not all(_is_scalar(element) for element in condition):
+            _check(condition, key)  # raises, naming the element
+        return any(_equal(value, element) for element in condition)
     if isinstance(condition, dict):
         return _match_operators(value, condition, key)
     if isinstance(condition, bool) or condition is None:

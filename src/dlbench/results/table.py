@@ -16,6 +16,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from dlbench.textsafe import safe_text
+
 TABLE_FORMATS = ("text", "markdown", "csv")
 
 #: Shown where a record has no value for a column (text and markdown).
@@ -49,8 +51,9 @@ def _format_cell(value: Any, floatfmt: str, truncate: bool) -> str:
 
 
 def _one_line(text: str) -> str:
-    # A newline inside a cell would break an aligned or pipe table apart.
-    return text.replace("\r", " ").replace("\n", " ")
+    # A newline inside a cell would break an aligned or pipe table apart; any other
+    # control character or escape sequence is shown escaped, never sent to the terminal.
+    return safe_text(text.replace("\r", " ").replace("\n", " "))
 
 
 def format_table(
@@ -66,7 +69,9 @@ def format_table(
     dashed rule under the header), ``markdown`` (a GitHub pipe table) or ``csv``.
     A missing value (absent or null) is ``-`` (an empty cell in CSV); floats use
     ``floatfmt``; lists and dicts are compact JSON, cut to 40 characters with ``…``
-    except in CSV. ``ValueError`` for an unknown ``fmt`` or mismatched ``headers``.
+    except in CSV. In text and markdown, control characters and escape sequences in a
+    cell are shown escaped (:func:`~dlbench.textsafe.safe_text`); CSV keeps the data
+    as it is. ``ValueError`` for an unknown ``fmt`` or mismatched ``headers``.
     """
     if fmt not in TABLE_FORMATS:
         raise ValueError(f"unknown table format {fmt!r}; accepted: {', '.join(TABLE_FORMATS)}")

@@ -28,6 +28,13 @@ from dlbench.measure.stats import rank_results, step_times, summarize_times, thr
 from dlbench.measure.sysinfo import host_info, split_cores
 from dlbench.measure.timing import AutoStop, AutoWarmup, Timing, run_batches
 from dlbench.results.logfile import LOG_FILE_ENV, LogWriter
+from dlbench.results.progress import FAILURE_KIND_KEY, where_text
+from dlbench.worker.progress import (
+    ProgressWriter,
+    batch_in_traceback,
+    is_out_of_memory,
+    peak_rss_text,
+)
 
 AUTO = "auto"
 
@@ -36,16 +43,23 @@ def _now() -> str:
     return datetime.now(timezone.utc).astimezone().isoformat(timespec="milliseconds")
 
 
-def _failure_message(error: BaseException) -> str:
-    """The error first, then where it was raised; the whole traceback is in the log."""
+def _failure_message(error: BaseException, phase: str) -> str:
+    """The error first (its type, and its message when it has one), then where it was
+    raised and how far the run had got; the whole traceback is in the log. Running out
+    of memory says so first, with the memory the process held at its peak."""
+    where = where_text({"phase": phase, "batch": batch_in_traceback(error.__traceback__)})
     if isinstance(error, WorkerError):
         return str(error)
-    message = f"{type(error).__name__}: {error}"
+    text = str(error)
+    message = f"{type(error).__name__}: {text}" if text else type(error).__name__
     frames = traceback.extract_tb(error.__traceback__)
     if frames:
         last = frames[-1]
         message += f" (at {Path(last.filename).name}:{last.lineno} in {last.name})"
-    return message
+    if is_out_of_memory(error):
+        prefix = f"out of memory {where}" if where else "out of memory"
+        return f"{prefix} (peak RSS {peak_rss_text()}): {message}"
+    return f"{message}, {where}" if where else message
 
 
 def policies(params: Mapping[str, Any]) -> tuple[int | AutoWarmup, int | AutoStop]:
@@ -151,7 +165,16 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
             log.write_text(f"dlbench: {note}")
     backend = None
     results: dict[str, Any] = {}
+    progress = ProgressWriter(log)
+
+    def mark(name: str) -> None:  # called by the timing loop outside timed intervals
+        if name == "timed_start":
+            progress.enter("timed")
+        if monitor is not None:
+            monitor.mark(name)
+
     try:
+        progress.enter("setup")
         backend = load_backend(backend_params(params))
         backend.setup()
         own_environment = backend.environment()
@@ -159,8 +182,13 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
         environment = {**host, **own_environment}
         sys.stdout.flush()
         warmup, stop = policies(params)
-        timing = run_batches(backend.step, backend.synchronize, warmup, stop,
-                             mark=monitor.mark if monitor else None)
+        progress.enter("warmup")
+        progress.start()
+        try:
+            timing = run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark)
+        finally:
+            progress.stop()
+        progress.enter("finish")
         extra = backend.finish(timing.num_warmup + len(timing.times_ms))
         rank_times = backend.gather_times(timing.times_ms)
         results = _results(params, timing, backend, environment, rank_times)
@@ -172,8 +200,9 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
             monitor.stop()
             log.write_many(monitor.series())
         log.write("results.end_time", _now())
+        log.write(FAILURE_KIND_KEY, "oom" if is_out_of_memory(error) else "exception")
         log.write("exp.status", "failure")
-        log.write("exp.status_msg", _failure_message(error))
+        log.write("exp.status_msg", _failure_message(error, progress.phase))
         return False
     finally:
         if monitor is not None:

@@ -1,0 +1,86 @@
+"""The runner's progress lines: a bar, the experiment, its outcome, and an ETA.
+
+One line per finished experiment, e.g.::
+
+    [#####...............] 2/8 ok          exp.replica_batch=8: 9.92 images/s (17.4 s) ETA 0:01:28
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from dlbench.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from dlbench.launch.runner import Outcome
+
+Reporter = Callable[[str], None]
+
+
+def stability_note(record: Mapping[str, Any], shown: int = 2) -> str:
+    """`` (unstable: cv 12.0% > 5%; ...)`` for an unstable result, else empty; at
+    most ``shown`` reasons, then how many more (all are in the record)."""
+    reasons = record.get("results.unstable_reasons")
+    if record.get("results.stable") is not False or not isinstance(reasons, list):
+        return ""
+    text = "; ".join(map(str, reasons[:shown]))
+    more = len(reasons) - shown
+    return f" (unstable: {text}{f'; {more} more' if more > 0 else ''})" if reasons else ""
+
+
+def _format_duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+class Progress:
+    """A progress bar and ETA, one line per finished experiment."""
+
+    WIDTH = 20
+    #: Characters of a failure's message shown (the start says what and where).
+    DETAIL_WIDTH = 240
+
+    def __init__(self, total: int, report: Reporter, label_keys: Sequence[str]) -> None:
+        self.total = total
+        self.report = report
+        self.label_keys = label_keys
+        self.finished = 0
+        self.run_seconds: list[float] = []
+
+    def done(self, outcome: Outcome) -> None:
+        self.finished += 1
+        if outcome.ran:
+            self.run_seconds.append(outcome.seconds)
+        filled = self.WIDTH * self.finished // max(self.total, 1)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        remaining = self.total - self.finished
+        if remaining == 0:
+            eta = "done"
+        elif self.run_seconds:
+            eta = "ETA " + _format_duration(
+                sum(self.run_seconds) / len(self.run_seconds) * remaining
+            )
+        else:
+            eta = "ETA ?"
+        r = outcome.record
+        label = " ".join(f"{key}={r.get(key, '-')}" for key in self.label_keys) or str(
+            r.get("exp.model"))
+        if outcome.status == "ok":
+            unit = r.get("results.throughput_unit") or "samples/s"
+            detail = f"{float(r['results.throughput']):.2f} {unit}{stability_note(r)}"
+        else:
+            detail = str(r.get("exp.status_msg", ""))
+            if len(detail) > self.DETAIL_WIDTH:  # the whole message is in the record
+                detail = detail[: self.DETAIL_WIDTH - 1] + "…"
+        if outcome.skipped:
+            status, took = outcome.status, "not run"
+        elif outcome.ran:
+            status, took = outcome.status, f"{outcome.seconds:.1f} s"
+        else:
+            status, took = f"{outcome.status} (kept)", "earlier run"
+        # Parameter values and worker messages may hold escape sequences: shown escaped.
+        self.report(safe_text(
+            f"[{bar}] {self.finished}/{self.total} {status:<11} {label}: {detail} "
+            f"({took}) {eta}"
+        ))

@@ -1,0 +1,259 @@
+"""The bytes of one log → its record and the warnings about it.
+
+The line grammar is DLBS's (:data:`dlbench.results.logfile.LINE_RE`); this module
+applies it to whatever a file holds, which may be a log cut short by a killed
+writer, a framework's binary output, a disk block of NUL bytes or a line that
+cannot be decoded. The rule is that a damaged value is never read as a whole one:
+
+- the last line, when it has no line end, was being written: it is dropped, with a
+  warning when it looks like a key line; a line a later writer marked as cut
+  (:data:`~dlbench.results.logfile.CUT_MARK`) is skipped with a warning;
+- a key line that is not valid UTF-8, whose value is not JSON (or nests deeper than
+  :data:`MAX_DEPTH`, or holds a lone surrogate such as ``"\\ud800"``), or that is
+  longer than :data:`MAX_LINE_BYTES`, is skipped with a warning, an earlier value of
+  its key being kept;
+- a record without its worker's closing ``exp.status`` (a non-empty string) gets
+  ``exp.status`` :data:`INCOMPLETE` and a warning: the run was killed or is still
+  running, and its figures may be partial.
+
+Nothing here raises for what a file holds: a stream that cannot be read to its end
+(a damaged ``.gz``) keeps the lines read before, with a warning.
+
+Example::
+
+    record, warnings = scan_bytes(b'__exp.model__="alexnet"\\n__results.time__=15', "x.log")
+    # record: {"exp.model": "alexnet", "exp.status": "incomplete", ...}
+    # warnings: x.log:2: last line has no line end ... dropped; x.log: no closing exp.status ...
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from dlbench.results.logfile import CUT_MARK, LINE_RE
+
+#: Longest line decoded, in bytes; a longer one is skipped with a warning. A day's
+#: ``results.time_data`` at 1,000 batches a second is about 2 MB; this bound keeps a
+#: file of garbage without line ends from being held in memory whole.
+MAX_LINE_BYTES = 64 * 2**20
+
+#: Deepest nesting of lists and objects accepted in a value. dlbench writes at most
+#: three levels; a deeper value is damage, and would strain every later consumer.
+MAX_DEPTH = 64
+
+#: Line warnings kept per file; the rest are counted in one last warning.
+MAX_WARNINGS = 20
+
+#: ``exp.status`` of a record whose log ends before its worker's closing status.
+INCOMPLETE = "incomplete"
+INCOMPLETE_MSG = "the log ends before the worker's closing exp.status (killed, or still running)"
+
+# JSON's whitespace plus the \r of CRLF line ends and the \v \f str.strip would take.
+_BLANK = " \t\r\n\x0b\x0c"
+_CUT = CUT_MARK.strip()
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)
+_SHOWN_NAME = 80
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class ParseWarning:
+    """Something in a log that could not be read; ``line`` is 1-based, 0 for the file."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return f"{self.path}: {self.message}"
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+class _Skip(Exception):
+    """A key line whose value cannot be used; the message says why."""
+
+
+def _shown(name: str) -> str:
+    """A key name fit for a one-line message: escaped, and cut when very long."""
+    text = name if name.isprintable() else repr(name)[1:-1]
+    return text if len(text) <= _SHOWN_NAME else text[:_SHOWN_NAME] + "..."
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    # Iterative: a recursive walk would itself fail on the values it must refuse.
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _decode_value(name: str, raw_value: str) -> Any:
+    """The JSON value of one key line, or ``_Skip`` saying why it cannot be used."""
+    text = raw_value.strip(_BLANK)
+    if not raw_value:
+        # DLBS's grammar needs at least one character after "=": it ignores the line.
+        raise _Skip(f"no value after {_shown(name)}=")
+    if not text:
+        return None  # DLBS reads a value of only whitespace as null
+    if text.endswith(_CUT):
+        raise _Skip(f"value of {_shown(name)} was cut short when its writer stopped")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise _Skip(f"value of {_shown(name)} nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise _Skip(f"value of {_shown(name)} is not valid JSON ({exc})") from None
+    if (text.count("[") + text.count("{") > MAX_DEPTH) and _depth_exceeds(value, MAX_DEPTH):
+        raise _Skip(f"value of {_shown(name)} nests deeper than {MAX_DEPTH} levels")
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            # Python reads "\ud800" into a str that no file, terminal or store accepts.
+            raise _Skip(f"value of {_shown(name)} holds a lone UTF-16 surrogate") from None
+    return value
+
+
+def _check_name(name: str) -> None:
+    if not name:
+        raise _Skip("empty key name")
+    if _CONTROL.search(name):
+        raise _Skip(f"key name {_shown(name)} holds control characters")
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[bytes, bool, bool]]:
+    """``(line, ended, too_long)`` for each line; a too-long line comes as its start."""
+    while True:
+        chunk = stream.readline(MAX_LINE_BYTES + 1)
+        if not chunk:
+            return
+        if chunk.endswith(b"\n"):
+            yield chunk[:-1], True, False
+        elif len(chunk) <= MAX_LINE_BYTES:
+            yield chunk, False, False  # end of file in the middle of a line
+            return
+        else:
+            ended = False
+            while not ended:  # drop the rest of the line, a bounded piece at a time
+                rest = stream.readline(2**20)
+                if not rest:
+                    break
+                ended = rest.endswith(b"\n")
+            yield chunk[:256], ended, True
+            if not ended:
+                return
+
+
+class _Scan:
+    """The state of reading one file: the record so far and what went wrong."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.record: dict[str, Any] = {}
+        self.line_warnings: list[ParseWarning] = []
+        self.file_warnings: list[ParseWarning] = []
+        self.lines = 0
+        self.key_lines = 0
+        self.first_nul = 0
+        self.read_error = False
+
+    def warn(self, line: int, message: str) -> None:
+        self.line_warnings.append(ParseWarning(self.path, line, message))
+
+    def skipped(self, line: int, name: str, why: str) -> None:
+        kept = " (an earlier value is kept)" if name in self.record else ""
+        self.warn(line, f"{why}; key skipped{kept}")
+
+    def line(self, number: int, raw: bytes, ended: bool, too_long: bool) -> None:
+        self.lines = number
+        if not self.first_nul and b"\x00" in raw and raw.lstrip(b" \t")[:1] in (b"_", b"\x00"):
+            # A block of NULs (a crash's lost disk block) or one in a key line; a NUL in
+            # the framework's own text is its business.
+            self.first_nul = number
+        try:
+            text, valid = raw.decode("utf-8"), True
+        except UnicodeDecodeError:
+            text, valid = raw.decode("utf-8", errors="replace"), False
+        found = LINE_RE.match(text)
+        if too_long:
+            if found is not None or text.lstrip(" \t").startswith("_"):
+                self.warn(number, f"line longer than {MAX_LINE_BYTES} bytes; skipped")
+            return
+        if not ended:
+            # The writer stopped mid-line: even a value that parses may be cut ("15" of
+            # "159.78"). Free text without its end is ignored like all free text.
+            if text.lstrip(" \t").startswith("_"):
+                self.warn(number, "last line has no line end (cut while being written); dropped")
+            return
+        if found is None:
+            return
+        self.key_lines += 1
+        name = found.group("name").strip(_BLANK)
+        try:
+            _check_name(name)
+            if not valid:
+                raise _Skip(f"line of {_shown(name)} is not valid UTF-8")
+            value = _decode_value(name, found.group("value"))
+        except _Skip as why:
+            self.skipped(number, name, str(why))
+            return
+        self.record[name] = value
+
+    def finish(self) -> tuple[dict[str, Any], list[ParseWarning]]:
+        warnings = self.line_warnings[:MAX_WARNINGS]
+        if len(self.line_warnings) > MAX_WARNINGS:
+            more = len(self.line_warnings) - MAX_WARNINGS
+            warnings.append(ParseWarning(self.path, 0, f"{more} more warning(s) not shown"))
+        warnings.extend(self.file_warnings)
+        if self.first_nul:
+            warnings.append(ParseWarning(
+                self.path, self.first_nul, "NUL bytes in the file: part of it may be lost"))
+        if self.lines == 0:
+            warnings.append(ParseWarning(self.path, 0, "empty file; no record"))
+        elif self.key_lines == 0 and not self.read_error:
+            warnings.append(
+                ParseWarning(self.path, 0, "no __name__=value lines: not a dlbench log"))
+        elif self.record:
+            status = self.record.get("exp.status")
+            if not (isinstance(status, str) and status):
+                self.record["exp.status"] = INCOMPLETE
+                self.record["exp.status_msg"] = INCOMPLETE_MSG
+                warnings.append(ParseWarning(
+                    self.path, 0, f"no closing exp.status: record marked {INCOMPLETE} "
+                                  "(the run was killed, or is still running)"))
+        return self.record, warnings
+
+
+def scan_stream(stream: IO[bytes], path: str) -> tuple[dict[str, Any], list[ParseWarning]]:
+    """Read a log from a binary stream; ``path`` names it in warnings. Never raises
+    for the stream's content, nor for a compressed stream that ends early."""
+    scan = _Scan(path)
+    number = 0
+    try:
+        for number, (raw, ended, too_long) in enumerate(_lines(stream), start=1):
+            scan.line(number, raw, ended, too_long)
+    except (OSError, EOFError, zlib.error) as exc:
+        # A .gz cut short or damaged: what came before is as good as any killed log.
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        scan.file_warnings.append(ParseWarning(
+            path, number + 1, f"cannot read further ({reason}); lines before kept"))
+        scan.read_error = True
+        scan.lines = max(scan.lines, 1)
+    return scan.finish()
+
+
+def scan_bytes(data: bytes, path: str = "<bytes>") -> tuple[dict[str, Any], list[ParseWarning]]:
+    """Read a log held in memory (see :func:`scan_stream`)."""
+    return scan_stream(io.BytesIO(data), path)

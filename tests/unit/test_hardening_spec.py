@@ -1,0 +1,232 @@
+"""Hostile and malformed specs end in one line and exit status 2, fast.
+
+A corpus of spec files, flag values and parameter values, each planned through
+``dlbench plan``; then Hypothesis over spec loading and -P/-V/-E parsing: any input
+gives a spec or a one-line DlbenchError, within a time bound.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dlbench.cli.main import main
+from dlbench.config.spec import load_spec
+from dlbench.errors import DlbenchError
+
+BASE = ["-P", "exp.framework=fake", "-P", "exp.model=toy"]
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}]\n" for i in range(8))
+
+#: (file name, content, what the one-line error says).
+FILES = [
+    ("laughs.yaml", LAUGHS, "aliases (*name) are not accepted"),
+    ("alias.yaml", "parameters: &p {user.a: 1}\nvariables: *p\n", "aliases"),
+    ("deep.yaml", "parameters: {user.a: " + "[" * 20000 + "]" * 20000 + "}", "nest more than"),
+    ("deep.json", '{"parameters": {"user.a": ' + "[" * 20000 + "]" * 20000 + "}}", "nest"),
+    ("deepmap.json", '{"parameters": {"user.a": ' + '{"a":' * 5000 + "1" + "}" * 5000 + "}}",
+     "nest"),
+    ("dup.yaml", "parameters:\n  exp.model: toy\n  exp.model: resnet50\n",
+     "duplicate key 'exp.model' (lines 2 and 3)"),
+    ("dup_top.yaml", "parameters: {}\nparameters: {}\n", "duplicate key 'parameters'"),
+    ("dup.json", '{"parameters": {\n"user.a": 1,\n"user.a": 2}}',
+     "duplicate key 'user.a' (lines 2 and 3)"),
+    ("empty.yaml", "", "is empty"),
+    ("comments.yaml", "# only a comment\n", "is empty"),
+    ("blank.json", "\n\n", "is empty"),
+    ("list.yaml", "- 1\n- 2\n", "a spec must be a mapping"),
+    ("scalar.yaml", "42\n", "a spec must be a mapping"),
+    ("text.json", '"parameters"', "a spec must be a mapping"),
+    ("unknown_key.yaml", "params: {}\n", "unknown top-level key 'params'"),
+    ("bad_yaml.yaml", "parameters: [1, 2\n", "invalid YAML"),
+    ("bad_json.json", '{"parameters": }', "invalid JSON"),
+    ("tab.yaml", "parameters:\n\tuser.a: 1\n", "invalid YAML"),
+    ("params_list.yaml", "parameters: [1, 2]\n", "must be a mapping"),
+    ("vars_scalar.yaml", "variables: 3\n", "must be a mapping"),
+    ("empty_var.yaml", "variables: {user.a: []}\n", "has no values"),
+    ("ext_map.yaml", "extensions: {a: 1}\n", "extensions must be a list"),
+    ("ext_item.yaml", "extensions: [1]\n", "an extension must be an object"),
+    ("ext_key.yaml", "extensions: [{when: {}}]\n", "unknown key 'when'"),
+    ("ext_regex.yaml", "extensions: [{condition: {exp.model: '('}}]\n",
+     "not a valid regular expression"),
+    ("ext_cases.yaml", "extensions: [{cases: 3}]\n", "cases must be a list"),
+    ("ext_case.yaml", "extensions: [{cases: [3]}]\n", "must be a mapping"),
+    ("int_key.yaml", "parameters: {1: 2}\n", "key 1 is not a string"),
+    ("set.yaml", "parameters: {user.a: !!set {x}}\n", "is not a JSON value"),
+    ("binary.yaml", "parameters: {user.a: !!binary aGk=}\n", "is not a JSON value"),
+    ("python.yaml", "parameters: {user.a: !!python/object:os.system x}\n", "invalid YAML"),
+    ("nan.yaml", "parameters: {user.a: .nan}\n", "is not a finite number"),
+    ("declared.yaml", "parameters: {user.a: {val: 1, type: list}}\n", "declares type 'list'"),
+    ("typo.yaml", "parameters: {exp.replica_bach: 8}\n", "did you mean exp.replica_batch"),
+    ("zzz.yaml", "parameters: {zzz.qqq: 1}\n", "unknown parameter zzz.qqq"),
+    ("latin1.yaml", b"parameters: {user.a: \xe9}\n", "cannot be read"),
+]
+
+#: (flags, what the one-line error says).
+FLAGS: list[tuple[list[str], str]] = [
+    (["-P", "novalue"], "expected name=value"),
+    (["-P", "=1"], "expected name=value"),
+    (["-P", "exp model=1"], "expected name=value"),
+    (["-P", "user.a=[1, 2"], "cannot parse the value"),
+    (["-P", "user.a=" + "[" * 20000], "cannot parse the value"),
+    (["-P", "user.a=" + "[" * 20000 + "]" * 20000], "nest more than"),
+    (["-P", "user.a=&x [1]"], ""),  # an anchor alone is harmless: see the test
+    (["-P", "user.a=*x"], "aliases"),
+    (["-P", "user.a={b: 1, b: 2}"], "duplicate key 'b'"),
+    (["-V", "user.a=[]"], "has no values"),
+    (["-V", "user.a={x: 1, x: 1}"], "duplicate key"),
+    (["-E", "{"], "is not valid JSON"),
+    (["-E", "[]"], "an extension must be an object"),
+    (["-E", '{"cases": 1}'], "cases must be a list"),
+    (["-E", "[" * 20000 + "]" * 20000], "nest"),
+    (["-E", '{"parameters": {"user.a": 1, "user.a": 2}}'], "duplicate key 'user.a'"),
+    (["-E", '{"condition": {"exp.model": "[", "x": 1}}'], "not a valid regular expression"),
+    (["-E", '{"parameters": {"user.a": NaN}}'], "is not a finite number"),
+    (["-P", "exp.replica_batch=1e26"], "is not an int"),
+    (["-P", "exp.replica_batch=100000000000000000000000000"], "must be <= 1048576"),
+    (["-P", "exp.replica_batch=1048577"], "must be <= 1048576"),
+    (["-P", "exp.replica_batch=0"], "must be >= 1"),
+    (["-P", "exp.max_batches=0"], "exp.max_batches=0 (from -P flag) must be >= 1"),
+    (["-P", "exp.max_batches=-5"], "must be >= 1"),
+    (["-P", "exp.num_batches=0"], "must be >= 1"),
+    (["-P", "monitor.frequency=0.001"], "give at least 0.01"),
+    (["-P", "monitor.frequency=0", "-P", "monitor.enabled=true"], "0 turns the monitor off"),
+    (["-P", "monitor.frequency=-1"], "must be >= 0"),
+    (["-P", "exp.gpus=0:1"], "gives a replica several GPUs"),
+    (["-P", "exp.gpus=0,,1"], "is not a GPU list"),
+    (["-P", "exp.gpus=a"], "is not a GPU list"),
+    (["-P", "exp.status=ok!"], "is not one of '', 'ok', 'disabled', 'inactive'"),
+    (["-P", "exp.status=failure"], "is not one of"),
+    (["-P", "exp.id=x"], "cannot be set"),
+    (["-P", "exp.log_file=/etc/passwd"], "is outside the run directory"),
+    (["-P", "exp.log_file=${exp.out_dir}/../x.log"], "is outside the run directory"),
+    (["-P", "exp.log_file=${exp.out_dir}"], "is outside the run directory"),
+    (["-P", "exp.log_file=${exp.out_dir}/results.sqlite"], "which dlbench writes itself"),
+    (["-P", "exp.log_file=${exp.out_dir}/results.sqlite-wal"], "which dlbench writes itself"),
+    (["-P", "exp.log_file=${exp.out_dir}/results.sqlite-shm"], "which dlbench writes itself"),
+    (["-P", "exp.log_file=${exp.out_dir}/experiments/a.json"], "which dlbench writes itself"),
+    (["-P", "exp.log_file=${exp.out_dir}/one.log", "-V", "exp.replica_batch=[1,2]"],
+     "is the same for experiments"),
+]
+
+
+def plan_error(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
+    started = time.monotonic()
+    status = main(["plan", *args])
+    err = capsys.readouterr().err
+    assert time.monotonic() - started < 5
+    assert status == 2, err
+    assert err.startswith("dlbench: error: ") and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize("name,content,expected", FILES, ids=[f[0] for f in FILES])
+def test_a_malformed_spec_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           name: str, content: str | bytes,
+                                           expected: str) -> None:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    err = plan_error(capsys, [*BASE, "--out", str(tmp_path / "run"), "--config", str(path)])
+    assert expected in err
+
+
+@pytest.mark.parametrize("flags,expected", FLAGS, ids=[" ".join(f[0])[:40] for f in FLAGS])
+def test_a_malformed_flag_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      flags: list[str], expected: str) -> None:
+    args = [*BASE, "--out", str(tmp_path / "run"), *flags]
+    if not expected:  # the harmless anchor: plans
+        assert main(["plan", *args]) == 0
+        return
+    assert expected in plan_error(capsys, args)
+
+
+def test_an_existing_unrelated_file_is_not_overwritten(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    precious = tmp_path / "run" / "notes.txt"
+    precious.parent.mkdir()
+    precious.write_text("keep me")
+    err = plan_error(capsys, [*BASE, "--out", str(tmp_path / "run"),
+                              "-P", "exp.log_file=${exp.out_dir}/notes.txt"])
+    assert "exists and is not a log of this experiment" in err
+    assert precious.read_text() == "keep me"
+
+
+def test_an_earlier_log_of_the_same_experiment_may_be_replaced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["plan", "--format", "json", *BASE, "--out", str(tmp_path / "run")]
+    assert main(args) == 0
+    [experiment] = json.loads(capsys.readouterr().out)["data"]
+    log = Path(experiment["exp.log_file"])
+    log.parent.mkdir(parents=True)
+    log.write_text(f"__exp.id__={json.dumps(experiment['exp.id'])}\n")
+    assert main(args) == 0
+
+
+def test_empty_cases_are_no_cases_as_in_dlbs(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["plan", "--format", "json", *BASE, "-V", "exp.replica_batch=[1,2]"]
+    assert main(args) == 0
+    without = json.loads(capsys.readouterr().out)["data"]
+    assert main([*args, "-E", '{"cases": []}']) == 0
+    assert json.loads(capsys.readouterr().out)["data"] == without
+
+
+def test_disabled_experiments_are_left_out(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--format", "json", *BASE, "-V", "exp.replica_batch=[1,2,3]",
+                 "-E", '{"condition": {"exp.replica_batch": 2}, '
+                       '"parameters": {"exp.status": "disabled"}}']) == 0
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert [(e["exp.replica_batch"], e["exp.status"]) for e in data] == [(1, ""), (3, "")]
+
+
+# Hypothesis: anything in, a spec or one line out.
+
+_TEXT = st.text(alphabet=st.sampled_from(list("ab:{}[]\"',=&*!#-\n $().0123456789e")),
+                max_size=60)
+
+
+def _one_line_or_value(call: object) -> None:
+    started = time.monotonic()
+    try:
+        assert callable(call)
+        call()
+    except DlbenchError as error:
+        assert "\n" not in str(error) and str(error)
+    assert time.monotonic() - started < 2
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(["user.a", "exp.model", "a", "user.a b"]), value=_TEXT)
+def test_any_flag_value_loads_or_fails_in_one_line(name: str, value: str) -> None:
+    _one_line_or_value(lambda: load_spec(params=[f"{name}={value}"]))
+    _one_line_or_value(lambda: load_spec(variables=[f"{name}={value}"]))
+    _one_line_or_value(lambda: load_spec(extensions=[value]))
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=_TEXT, suffix=st.sampled_from([".yaml", ".json"]))
+def test_any_spec_file_loads_or_fails_in_one_line(tmp_path: Path, text: str,
+                                                  suffix: str) -> None:
+    path = tmp_path / f"spec{suffix}"
+    path.write_text(text)
+    _one_line_or_value(lambda: load_spec([path]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                          lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                          max_leaves=10))
+def test_any_json_extension_loads_or_fails_in_one_line(value: object) -> None:
+    _one_line_or_value(lambda: load_spec(extensions=[json.dumps(value)]))
