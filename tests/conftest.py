@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -10,6 +11,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Writing an undeclared results.*, sys.* or hw.* key fails under test, in this process
+# and in every worker it starts (dlbench.results.keys.check_key).
+os.environ["DLBENCH_STRICT_KEYS"] = "1"
 
 CliRunner = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -1,8 +1,7 @@
 """dlbench: describe a space of deep-learning experiments, run it, and get every number back.
 
-The package is layered; imports flow one way:
-``errors/config ← results ← measure ← backends/models ← worker``; ``launch`` uses
-``config`` and ``results``; ``cli`` uses everything.
+The package is layered and imports flow one way; ``docs/design.md`` states the rule
+exactly, and ``tests/unit/test_import_rule.py`` checks it.
 """
 
 from __future__ import annotations

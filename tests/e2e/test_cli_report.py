@@ -5,8 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -135,4 +139,124 @@ def test_html_goes_to_the_html_writer(dlbench: CliRunner, run_dir: Path, tmp_pat
     page = tmp_path / "report.html"
     proc = dlbench("report", "--input", str(run_dir), "--format", "html", "--output", str(page))
     assert proc.returncode == 0, proc.stderr
-    assert "<table" in page.read_text()
+    text = page.read_text()
+    assert "<table" in text
+    section = text[text.index('<section id="tables">'):]
+    tables = _html_tables(section[: section.index("</section>")])
+    assert [t.heading for t in tables] == [
+        "Batch time, ms", "Throughput, samples/s = effective batch * 1000 / t"]
+    # The cells are the records' numbers: per model and batch, the mean batch time of
+    # the two runs, and the throughput it makes.
+    records = _records(run_dir)
+    for table in tables:
+        assert table.header == ["exp.model", "8", "16"]
+        assert [row[0][0] for row in table.rows] == ["resnet18", "resnet50"]
+    for (time_row, speed_row) in zip(tables[0].rows, tables[1].rows, strict=True):
+        model = time_row[0][0]
+        for column, batch in ((1, 8), (2, 16)):
+            times = [float(r["results.time"]) for r in records  # type: ignore[arg-type]
+                     if r["exp.model"] == model and r["exp.replica_batch"] == batch]
+            mean = sum(times) / len(times)
+            shown, sort_key = time_row[column]
+            assert len(times) == 2 and float(sort_key) == pytest.approx(mean, rel=1e-9)
+            assert shown.split()[0] == f"{mean:.2f}" and shown.split()[1].startswith("±")
+            assert float(speed_row[column][1]) == pytest.approx(batch * 1000 / mean, rel=1e-3)
+    # One chart per model, drawn inline as SVG, with the batches on its x axis and the
+    # throughput on its y axis.
+    charts = re.findall(r'<figure class="chart"><figcaption>(.*?)</figcaption>\s*<svg(.*?)</svg>',
+                        text, re.DOTALL)
+    assert [caption for caption, _ in charts] == [
+        f"{model} (fake, cpu): throughput (samples/s) vs replica batch"
+        for model in ("resnet18", "resnet50")]
+    for (caption, svg) in charts:
+        labels = re.findall(r"<!-- (.*?) -->", svg)
+        assert {"8", "16", "exp.replica_batch", "results.throughput"} <= set(labels)
+        # The points drawn are the mean throughputs of the model's runs at each batch
+        # (read back through the axes' ticks, so to within a pixel or so).
+        model = caption.split()[0]
+        points, span = _chart_points(svg)
+        assert sorted(points) == ["16", "8"]
+        for batch_text, drawn in points.items():
+            speeds = [float(r["results.throughput"]) for r in records  # type: ignore[arg-type]
+                      if r["exp.model"] == model and r["exp.replica_batch"] == int(batch_text)]
+            assert drawn == pytest.approx(sum(speeds) / len(speeds), abs=span / 200)
+
+
+def _chart_points(svg: str) -> tuple[dict[str, float], float]:
+    """The data points of a matplotlib SVG line chart, as {x tick label: y value}, and
+    the y axis' tick span. Data lines are the clipped, square-capped paths that are not
+    the grey grid; ticks map pixels to values."""
+    ticks: dict[str, list[tuple[str, float, float]]] = {"x": [], "y": []}
+    for axis in ticks:
+        for match in re.finditer(rf'id="[^"]*{axis}tick_\d+">(.*?)<!-- (.*?) -->', svg,
+                                 re.DOTALL):
+            where = re.search(r'<use [^>]*x="([\d.]+)" y="([\d.]+)"', match.group(1))
+            assert where is not None
+            ticks[axis].append((match.group(2), float(where[1]), float(where[2])))
+    (_, _, y0), *_, (top, _, y1) = ticks["y"]
+    value_0, value_1 = float(ticks["y"][0][0]), float(top)
+    x_label = {round(x): label for label, x, _ in ticks["x"]}
+    points: dict[str, float] = {}
+    for path in re.findall(r'<path d="(M [^"]*)"\s*clip-path="[^"]*"\s*style="fill: none; '
+                           r'stroke: #(?!b0b0b0)[0-9a-f]{6}; stroke-width: 1.5; '
+                           r'stroke-linecap: square"', svg):
+        numbers = [float(n) for n in re.findall(r"[\d.]+", path)]
+        for x, y in zip(numbers[::2], numbers[1::2], strict=True):
+            points[x_label[round(x)]] = value_0 + (y - y0) * (value_1 - value_0) / (y1 - y0)
+    return points, value_1 - value_0
+
+
+@dataclass
+class _Table:
+    heading: str = ""
+    header: list[str] = field(default_factory=list)
+    rows: list[list[tuple[str, str | None]]] = field(default_factory=list)
+
+
+class _TableReader(HTMLParser):
+    """Each ``<table>`` of a page: the ``<h3>`` before it, its header cells, and its
+    body cells as (text, ``data-sort``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[_Table] = []
+        self._heading = ""
+        self._in: str | None = None
+        self._text = ""
+        self._sort: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append(_Table(heading=self._heading))
+        elif tag == "tr" and self.tables and self._in is None:
+            self.tables[-1].rows.append([])
+        if tag in ("h3", "th", "td"):
+            self._in, self._text, self._sort = tag, "", dict(attrs).get("data-sort")
+
+    def handle_data(self, data: str) -> None:
+        if self._in:
+            self._text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag != self._in:
+            return
+        self._in = None
+        if tag == "h3":
+            self._heading = self._text.strip()
+        elif tag == "th":
+            self.tables[-1].header.append(self._text.strip())
+        else:
+            self.tables[-1].rows[-1].append((self._text.strip(), self._sort))
+
+
+def _html_tables(page: str) -> list[_Table]:
+    reader = _TableReader()
+    reader.feed(page)
+    for table in reader.tables:  # the header row is not a body row
+        table.rows = [row for row in table.rows if row]
+    return reader.tables
+
+
+def _records(run_dir: Path) -> list[dict[str, object]]:
+    with sqlite3.connect(run_dir / "results.sqlite") as db:
+        return [json.loads(row[0]) for row in db.execute("SELECT record FROM experiments")]

@@ -48,12 +48,28 @@ def test_rerun_keeps_finished_experiments(dlbench: CliRunner, tmp_path: Path) ->
     assert dlbench(*args).returncode == 0
     logs = sorted((tmp_path / "out" / "logs").iterdir())
     mtimes = [p.stat().st_mtime_ns for p in logs]
+    first = _store_rows(tmp_path / "out")
     second = dlbench(*args)
     assert second.returncode == 0
     assert second.stderr.count("ok (kept)") == 2
     assert [p.stat().st_mtime_ns for p in logs] == mtimes
+    assert _store_rows(tmp_path / "out") == first
     third = dlbench(*args[:-2], "-P", "exp.rerun=always", "--out", "out")
+    assert third.returncode == 0, third.stderr
     assert "ok (kept)" not in third.stderr
+    assert "2/2 ok" in third.stderr
+    # Both experiments really ran again: the same ids, each with a record of a later
+    # run in the store, and a fresh log (one run's lines, not the old log appended to).
+    rerun = _store_rows(tmp_path / "out")
+    assert rerun.keys() == first.keys()
+    for exp_id, record in rerun.items():
+        assert record["exp.status"] == "ok"
+        assert str(record["results.start_time"]) > str(first[exp_id]["results.end_time"])
+        assert record["results.time_data"] != first[exp_id]["results.time_data"]
+    assert sorted((tmp_path / "out" / "logs").iterdir()) == logs
+    for path, mtime in zip(logs, mtimes, strict=True):
+        assert path.stat().st_mtime_ns > mtime
+        assert path.read_text().count("__results.start_time__=") == 1
 
 
 @pytest.mark.parametrize(

@@ -26,33 +26,38 @@ BATCH = 2
 
 
 def _output_shape(framework: str, record: dict[str, Any]) -> tuple[int, ...]:
-    """The model's output for one batch, asked of the framework's own model."""
-    info = MODELS["resnet18"]
-    shape = (3, IMAGE, IMAGE)
+    """The model's output for one batch, asked of the framework's own model, built for
+    the sample shape and batch the record says ran (the zoo's shape rule, not ours)."""
+    info = MODELS[str(record["exp.model"])]
+    shape = info.sample_shape(image_size=int(record["exp.image_size"]))
+    batch = int(record["exp.replica_batch"])
     if framework == "pytorch":
         import torch
 
         from dlbench.models.pytorch.workloads import make_workload
 
-        module = make_workload(info, IMAGE).build().eval()
+        module = make_workload(info, shape[-1]).build().eval()
         with torch.inference_mode():
-            return tuple(module(torch.zeros(BATCH, *shape)).shape)
+            return tuple(module(torch.zeros(batch, *shape)).shape)
     if framework == "jax":
         import jax
         import jax.numpy as jnp
 
         from dlbench.models.jax import build_jax_model, jax_sample_shape
 
-        model = build_jax_model("resnet18", shape, info.num_classes, jnp.float32)
-        inputs = jax.ShapeDtypeStruct((BATCH, *jax_sample_shape(shape, True)), jnp.float32)
+        model = build_jax_model(info.id, shape, info.num_classes, jnp.float32)
+        inputs = jax.ShapeDtypeStruct((batch, *jax_sample_shape(shape, True)), jnp.float32)
         variables = jax.eval_shape(model.init, jax.random.key(0), inputs)
         out = jax.eval_shape(lambda v, x: model.apply(v, x), variables, inputs)
         return tuple(out.shape)
     if framework == "tensorflow":
+        import numpy as np
+
         from dlbench.models.tensorflow import build_tensorflow_model
 
-        model = build_tensorflow_model("resnet18", shape, info.num_classes)
-        return (BATCH, *tuple(model.output_shape)[1:])
+        model = build_tensorflow_model(info.id, shape, info.num_classes)
+        # The model's own input layout (channels last), with the batch that ran.
+        return tuple(model(np.zeros((batch, *model.input_shape[1:]), "float32")).shape)
     import onnx
 
     graph = onnx.load(record["sys.framework_build"]["export_file"]).graph
@@ -77,7 +82,7 @@ def test_resnet18_is_the_same_model_in_every_framework(dlbench: CliRunner, tmp_p
     # 11,689,512 at every size: the same layers in every framework.
     assert {r["sys.model_params"] for r in records.values()} == {11_689_512}
     shapes = {f: _output_shape(f, records[f]) for f in INSTALLED}
-    assert set(shapes.values()) == {(BATCH, 1000)}, shapes
+    assert set(shapes.values()) == {(BATCH, MODELS["resnet18"].num_classes)}, shapes
     flops = {f: r["results.flops_per_sample"] for f, r in records.items()}
     for framework in ("onnxruntime", "tensorflow"):
         if framework in flops:  # counted by PyTorch's rules: the same number

@@ -131,7 +131,20 @@ def _jpeg_folder(root: Path) -> Path:
     return root
 
 
-def test_loader_times_the_input_pipeline(tmp_path: Path) -> None:
+def test_loader_times_the_input_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dlbench.backends.data import ImageFolder
+
+    # Every sample the loader decodes, caught as it leaves the dataset (the loader runs
+    # in this process with exp.data_workers=0).
+    decoded: list[tuple[Path, torch.Tensor, int]] = []
+    original = ImageFolder.__getitem__
+
+    def spy(self: ImageFolder, index: int) -> tuple[torch.Tensor, int]:
+        tensor, label = original(self, index)
+        decoded.append((self.files[index][0], tensor, label))
+        return tensor, label
+
+    monkeypatch.setattr(ImageFolder, "__getitem__", spy)
     root = _jpeg_folder(tmp_path / "images")
     record = _run(_experiment(tmp_path, "exp.model=loader", f"exp.data_dir={root}",
                               "exp.data_workers=0", "exp.image_size=32", "exp.replica_batch=4"))
@@ -139,6 +152,16 @@ def test_loader_times_the_input_pipeline(tmp_path: Path) -> None:
     assert record["results.throughput_unit"] == "images/s"
     assert record["sys.model_params"] == 0
     assert "results.flops_per_sample" not in record
+    # A step is one batch read from the folder: 4 images for each untimed and timed one.
+    steps = int(record["exp.num_warmup_batches"]) + int(record["exp.num_batches"])
+    assert len(decoded) == steps * 4
+    for path, tensor, label in decoded:
+        # The file's own pixels, resized to exp.image_size and scaled to [-1, 1]: each
+        # file is one flat colour, (90 * class, 40 * index, 7), give or take JPEG's loss.
+        assert path.parent.parent == root and tensor.shape == (3, 32, 32)
+        assert label == int(path.parent.name[1:])
+        colour = torch.tensor([90.0 * label, 40.0 * int(path.stem), 7.0]) / 127.5 - 1
+        assert torch.allclose(tensor.mean(dim=(1, 2)), colour, atol=4 / 127.5), path
 
 
 def test_language_model_reads_a_text_file(tmp_path: Path) -> None:

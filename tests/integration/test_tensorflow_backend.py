@@ -130,7 +130,6 @@ def test_nan_loss_names_its_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.parametrize(("params", "message"), [
     (("exp.gpus=0",), "exp.gpus='0' asks for a GPU but TensorFlow sees none here"),
-    (("tensorflow.num_threads=-1",), "tensorflow.num_threads=-1: use 0"),
     # This process has started TensorFlow's runtime (a worker has not at set-up).
     (("tensorflow.inter_op_threads=7",), "tensorflow.inter_op_threads=7: TensorFlow's "
                                          "runtime was already started"),
@@ -150,6 +149,13 @@ def test_plan_refuses_a_model_tensorflow_does_not_define(tmp_path: Path) -> None
     with pytest.raises(ConfigError, match=r"exp\.model='alexnet' .* is not defined for "
                                           r"framework tensorflow; defined: toy, deep_mnist"):
         _experiment(tmp_path, "exp.model=alexnet")
+
+
+def test_plan_refuses_a_negative_thread_count(tmp_path: Path) -> None:
+    # The shared threads knob's smallest value, checked by the plan before any worker.
+    for name in ("tensorflow.num_threads", "tensorflow.inter_op_threads"):
+        with pytest.raises(ConfigError, match=rf"^{name}=-1 \(from -P flag\) must be >= 0$"):
+            _experiment(tmp_path, "exp.model=toy", f"{name}=-1")
 
 
 def test_available_devices_lists_the_cpu() -> None:

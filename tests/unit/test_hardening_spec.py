@@ -173,6 +173,26 @@ def test_an_earlier_log_of_the_same_experiment_may_be_replaced(
     assert main(args) == 0
 
 
+def test_a_log_left_by_a_worker_killed_before_its_parameters_may_be_replaced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The runner writes the worker's input, then opens the log: a worker killed before
+    # it wrote a line leaves an empty log, or only the framework's own output.
+    args = ["plan", "--format", "json", *BASE, "--out", str(tmp_path / "run")]
+    assert main(args) == 0
+    [experiment] = json.loads(capsys.readouterr().out)["data"]
+    log = Path(experiment["exp.log_file"])
+    log.parent.mkdir(parents=True)
+    log.write_text("")
+    assert main(args) == 0
+    capsys.readouterr()
+    log.write_text("some framework warning\n")
+    assert "is not a log of this experiment" in plan_error(capsys, args[3:])
+    started = tmp_path / "run" / "experiments" / f"{experiment['exp.id']}.json"
+    started.parent.mkdir()
+    started.write_text(json.dumps(experiment))
+    assert main(args) == 0
+
+
 def test_empty_cases_are_no_cases_as_in_dlbs(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["plan", "--format", "json", *BASE, "-V", "exp.replica_batch=[1,2]"]
     assert main(args) == 0

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dlbench.errors import WorkerError
-from dlbench.launch.runner import _crash_message
+from dlbench.launch.records import _crash_message
 from dlbench.measure.timing import run_batches
 from dlbench.results.logfile import LogWriter
 from dlbench.results.parser import parse_log

@@ -13,11 +13,10 @@ from dlbench.measure.peak import (
     datasheet,
     load_peaks,
     lookup_peak,
-    measure_copy,
-    measure_matmul,
     peaks_path,
     save_peak,
 )
+from dlbench.measure.peak_pytorch import measure_copy, measure_matmul
 
 
 @pytest.mark.parametrize(("name", "label"), [

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from dlbench.measure.sysinfo import framework_info, git_commit, gpu_info, host_info
+from dlbench.measure.sysinfo import git_commit, gpu_info, host_info, pytorch_info
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 OTHER = "fedcba9876543210fedcba9876543210fedcba98"
@@ -115,7 +115,7 @@ def test_host_info_has_the_environment() -> None:
 
 
 def test_framework_info_names_the_build() -> None:
-    info = framework_info()
+    info = pytorch_info()
     assert info["sys.framework"] == "pytorch"
     build = info["sys.framework_build"]
     assert {"cuda", "mkl", "mkldnn", "openmp", "num_threads"} <= set(build)

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from dlbench.config.catalog import MODELS
+from dlbench.config.modelinfo import TASKS
 from dlbench.config.zoo_domains import DOMAIN_MODELS
 from dlbench.models import ImageTooSmall, build_pytorch_model
 from dlbench.models.pytorch import PYTORCH_BUILDERS
@@ -43,7 +44,7 @@ def tiny(model_id: str) -> tuple[Workload, nn.Module]:
     info = MODELS[model_id]
     if info.vocab_size is not None:
         info = dataclasses.replace(info, vocab_size=TINY_VOCAB, num_classes=TINY_VOCAB)
-        workload = WORKLOADS[model_id](info, (SEQ,), SEQ)
+        workload = WORKLOADS[info.task](info, (SEQ,), SEQ)
         return workload, _narrow(model_id)
     workload = make_workload(info, image_size=IMAGE, seq_len=SEQ)
     return workload, workload.build()
@@ -61,8 +62,14 @@ def on_meta(model_id: str) -> nn.Module:
 def test_every_domain_model_has_a_builder_and_a_workload() -> None:
     for info in DOMAIN_MODELS:
         assert info.id in PYTORCH_BUILDERS
-        assert info.id in WORKLOADS
+        assert info.task in WORKLOADS
     assert type(make_workload(MODELS["toy"])) is ClassificationWorkload
+
+
+def test_every_task_has_a_workload_chosen_by_task_not_id() -> None:
+    assert set(WORKLOADS) == set(TASKS)
+    renamed = dataclasses.replace(MODELS["gpt2_small"], id="my_gpt")
+    assert type(make_workload(renamed)) is WORKLOADS["causal_lm"]
 
 
 @pytest.mark.parametrize("model_id", MODEL_IDS)

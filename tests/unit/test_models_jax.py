@@ -72,6 +72,15 @@ def test_the_catalog_lists_exactly_the_jax_zoo() -> None:
     assert FRAMEWORKS["jax"].data_parallel == "in_process"
 
 
+def test_the_task_decides_the_workload() -> None:
+    kinds = {m: type(make_jax_workload(MODELS[m])).__name__ for m in JAX_MODELS}
+    assert kinds["gpt2_small"] == "CausalLMWorkload" and kinds["bert_base"] == "MaskedLMWorkload"
+    assert {kinds[m] for m in JAX_MODELS if MODELS[m].task == "classification"} == {
+        "JaxWorkload"}
+    with pytest.raises(KeyError, match="no JAX workload for task 'translation'"):
+        make_jax_workload(MODELS["translator"])
+
+
 def test_every_jax_model_is_checked_against_pytorch() -> None:
     assert {case[0] for case in CASES} == set(JAX_MODELS)
 

@@ -32,6 +32,15 @@ SMALL = {"deep_mnist": (20, 0), "alexnet_owt": (64, 0), "vgg16": (32, 0), "resne
 TENSORFLOW_MODELS = list(FRAMEWORKS["tensorflow"].models or ())
 
 
+def test_the_task_decides_the_workload() -> None:
+    kinds = {m: type(make_workload(MODELS[m])).__name__ for m in TENSORFLOW_MODELS}
+    assert kinds["gpt2_small"] == "CausalLMWorkload" and kinds["bert_base"] == "MaskedLMWorkload"
+    assert {kinds[m] for m in TENSORFLOW_MODELS if MODELS[m].task == "classification"} == {
+        "Workload"}
+    with pytest.raises(KeyError, match="no TensorFlow workload for task 'gan'"):
+        make_workload(MODELS["dcgan"])
+
+
 def _torch_reference(model_id: str, shape: tuple[int, ...]) -> tuple[int, tuple[int, ...], int]:
     """Parameters, output shape and inference FLOPs of the PyTorch model for two samples,
     on the meta device (shapes only, no storage)."""

@@ -170,3 +170,61 @@ def test_render_string_x_gives_the_same_bytes_twice() -> None:
 def test_render_refuses_unknown_chart_and_format(kwargs: Any, message: str) -> None:
     with pytest.raises(ChartError, match=message):
         render_chart(SERIES, **kwargs)
+
+
+def _drawn(monkeypatch: pytest.MonkeyPatch, series: list[Series], **kwargs: Any) -> Any:
+    """The matplotlib figure ``render_chart`` saves (caught on its way to the file),
+    and the file's bytes."""
+    from matplotlib.figure import Figure
+
+    saved: list[Any] = []
+    original = Figure.savefig
+
+    def spy(self: Any, *args: Any, **kw: Any) -> Any:
+        saved.append(self)
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    data = render_chart(series, **kwargs)
+    (figure,) = saved
+    return figure, data
+
+
+def test_line_chart_plots_each_series_values_and_spread(monkeypatch: pytest.MonkeyPatch) -> None:
+    figure, data = _drawn(monkeypatch, SERIES, chart="line", title="Throughput",
+                          xlabel="batch", ylabel="samples/s", fmt="svg")
+    (axes,) = figure.axes
+    lines = {line.get_label(): line for line in axes.get_lines()
+             if not line.get_label().startswith("_")}
+    assert list(lines) == ["a", "b"]
+    assert list(lines["a"].get_xdata()) == [1.0, 2.0, 4.0]  # a numeric axis
+    assert list(lines["a"].get_ydata()) == [1.0, 1.9, 3.5]
+    assert list(lines["b"].get_xdata()) == [1.0, 2.0]
+    assert list(lines["b"].get_ydata()) == [1.0, 1.5]
+    # Error bars only where the spread is above 0: a's points at x 2 and 4, +-0.1 and
+    # +-0.2; b has none.
+    bars = [c for c in axes.containers if c.has_yerr]
+    (spread,) = bars
+    segments = [[(float(x), round(float(y), 9)) for x, y in s]
+                for s in spread.lines[2][0].get_segments()]
+    assert segments == [[(2.0, 1.8), (2.0, 2.0)], [(4.0, 3.3), (4.0, 3.7)]]
+    assert list(axes.get_xticks()) == [1.0, 2.0, 4.0]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["1", "2", "4"]
+    assert axes.get_ylim()[0] == 0.0
+    assert (axes.get_title(), axes.get_xlabel(), axes.get_ylabel()) == (
+        "Throughput", "batch", "samples/s")
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["a", "b"]
+    # The file holds the same chart: matplotlib's SVG names each text in a comment.
+    text = data.decode()
+    for label in ("Throughput", "batch", "samples/s", "a", "b"):
+        assert f"<!-- {label} -->" in text
+
+
+def test_bar_chart_groups_series_in_slots(monkeypatch: pytest.MonkeyPatch) -> None:
+    figure, _ = _drawn(monkeypatch, SERIES, chart="bar", fmt="png")
+    (axes,) = figure.axes
+    bars = [(round(p.get_x() + p.get_width() / 2, 6), p.get_height()) for p in axes.patches]
+    # Two series share each slot (x 1, 2, 4 -> slots 0, 1, 2), 0.4 wide each.
+    assert bars == [(-0.2, 1.0), (0.8, 1.9), (1.8, 3.5), (0.2, 1.0), (1.2, 1.5)]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["1", "2", "4"]
+    assert axes.get_xlim() == (-0.5, 2.5)

@@ -51,9 +51,9 @@ def test_writer_round_trip_through_parse_log(tmp_path: Path) -> None:
         "exp.use_amp": True,
         "results.time": 41.5,
         "results.time_data": [41.0, 42.0],
-        "results.use": {"gpu": [1, 2]},
+        "sys.framework_build": {"gpu": [1, 2]},
         "odd_name_": None,
-        "results.inf": math.inf,
+        "results.loss_last": math.inf,
         "exp.status": "ok",
     }
     path = tmp_path / "sub" / "dir" / "exp.log"

@@ -41,7 +41,7 @@ from dlbench.backends.base import Backend
 # and CPU attention), so that both backends count the same model the same way.
 from dlbench.backends.pytorch import _flop_formulas
 from dlbench.config.catalog import MODELS
-from dlbench.config.registry import ONNXRUNTIME_PROVIDERS
+from dlbench.config.frameworks.onnxruntime import ONNXRUNTIME_PROVIDERS
 from dlbench.errors import WorkerError
 from dlbench.measure.peak import peaks_path
 from dlbench.measure.sysinfo import gpu_info

@@ -18,6 +18,7 @@ from dlbench.config.catalog import FRAMEWORKS, MODELS, FrameworkInfo
 from dlbench.config.model_sizes import MODEL_SIZES
 from dlbench.config.registry import REGISTRY, Param
 from dlbench.errors import ConfigError
+from dlbench.results.keys import RESULT_KEYS, describe_keys
 from dlbench.results.table import format_table
 from dlbench.suites import suite_description, suite_names
 
@@ -54,7 +55,8 @@ _DEVICE_QUERY = """
 import importlib, json, sys
 ANSWER = sys.argv[2]
 try:
-    query = getattr(importlib.import_module(sys.argv[1]), "available_devices", None)
+    module, _, function = sys.argv[1].partition(":")
+    query = getattr(importlib.import_module(module), function or "available_devices", None)
     answer = ({"devices": [str(d) for d in query()]} if query is not None
               else {"error": "its backend has no available_devices()"})
 except BaseException as error:
@@ -94,8 +96,9 @@ def _devices_cell(
 def framework_devices(
     modules: dict[str, str], timeout: float = DEVICE_QUERY_TIMEOUT
 ) -> dict[str, str]:
-    """The devices each backend module (``{framework id: module path}``) sees, as one
-    line of text per framework, from its ``available_devices()``.
+    """The devices each framework sees, as one line of text per framework, from the
+    query its declaration names (``{framework id: "module:function"}``; a bare module
+    path means its ``available_devices()``).
 
     Each query runs in a child process of its own, all at once: importing the
     frameworks takes seconds each (TensorFlow about seven), so in parallel the whole
@@ -137,7 +140,8 @@ def _framework_rows() -> list[dict[str, Any]]:
     missing = {info.id: info.missing_requirements() for info in FRAMEWORKS.values()}
     distributions = importlib.metadata.packages_distributions()
     devices = framework_devices(
-        {info.id: info.module for info in FRAMEWORKS.values() if not missing[info.id]})
+        {info.id: info.devices for info in FRAMEWORKS.values()
+         if info.devices and not missing[info.id]})
     rows = []
     for info in FRAMEWORKS.values():
         installed = (f"no: {info.install_hint} ({', '.join(missing[info.id])} missing)"
@@ -162,7 +166,7 @@ def _model_rows() -> list[dict[str, Any]]:
 
 
 def show_help(args: argparse.Namespace) -> int:
-    """Print parameters, frameworks or models, as asked."""
+    """Print parameters, frameworks, models, suites or result keys, as asked."""
     lines: list[str] = []
     if args.params is not None or args.text is not None:
         found = REGISTRY.search(
@@ -191,6 +195,9 @@ def show_help(args: argparse.Namespace) -> int:
         lines += format_table(
             [{"suite": name, "description": suite_description(name)} for name in suite_names()],
             ["suite", "description"])
+    if args.results is not None:
+        keys = describe_keys(_regex(args.results, "--results") if args.results else None)
+        lines += keys or ["no result key matches"]
     if not lines:
         lines = [
             "dlbench help --params REGEX     parameters whose name matches REGEX",
@@ -199,7 +206,9 @@ def show_help(args: argparse.Namespace) -> int:
             "dlbench help --frameworks NAME  one framework's parameters",
             "dlbench help --models           the model zoo",
             "dlbench help --suites           the named suites (dlbench run --suite NAME)",
+            "dlbench help --results [REGEX]  the result keys (results.*, sys.*, hw.*)",
             f"{len(REGISTRY)} parameters are declared; names outside them go under user.",
+            f"{len(RESULT_KEYS)} result keys and families of keys are declared.",
         ]
     for line in lines:
         print(line)

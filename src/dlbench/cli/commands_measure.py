@@ -10,8 +10,9 @@ from typing import Any
 
 from dlbench.errors import ConfigError, DlbenchError
 from dlbench.measure.nvml import load_nvml
-from dlbench.measure.peak import PEAK_DTYPES, measure_device, peaks_path, save_peak
-from dlbench.measure.sysinfo import framework_info, host_info
+from dlbench.measure.peak import PEAK_DTYPES, peaks_path, save_peak
+from dlbench.measure.peak_pytorch import measure_device
+from dlbench.measure.sysinfo import host_info, pytorch_info
 
 
 def _text_lines(info: Mapping[str, Any]) -> list[str]:
@@ -24,7 +25,7 @@ def _text_lines(info: Mapping[str, Any]) -> list[str]:
 
 def sysinfo(args: argparse.Namespace) -> int:
     """Print this machine's ``sys.*``/``hw.*`` values, PyTorch's build included."""
-    info = {**host_info(), **framework_info()}
+    info = {**host_info(), **pytorch_info()}
     if args.format == "json":
         print(json.dumps(info, indent=1, sort_keys=True))
         return 0

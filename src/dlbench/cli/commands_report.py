@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.errors import ResultsError
-from dlbench.report.baseline import dump_baseline, load_baseline, make_baseline
+from dlbench.formats import HTML_FORMAT
+from dlbench.report.baseline import dump_baseline, make_baseline
 from dlbench.report.model import Report
 from dlbench.report.render import render_report
-from dlbench.report.scorecard import scorecard_report
-from dlbench.report.tables import build_table_report
+from dlbench.report.types import ReportOptions, report_type, report_types
 from dlbench.results.io import load_records, write_atomically
 from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query, select_records
@@ -28,20 +28,23 @@ def _selected(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
-    if args.format == "html" and not args.output:
-        raise ResultsError("--format html needs --output FILE (an HTML page is not printed)")
-    if args.report_type == "scorecard" and not args.baseline:
-        raise ResultsError("--type scorecard needs --baseline FILE (.json, .yaml or .csv); "
-                           "`dlbench baseline` writes one from results")
-    if args.baseline and args.report_type != "scorecard":
-        raise ResultsError(f"--baseline is used by --type scorecard only, not {args.report_type}")
+    if args.format == HTML_FORMAT and not args.output:
+        raise ResultsError(f"--format {HTML_FORMAT} needs --output FILE (an HTML page is not "
+                           "printed)")
+    uses_baseline = report_type(args.report_type).load().uses_baseline
+    if uses_baseline and not args.baseline:
+        raise ResultsError(f"--type {args.report_type} needs --baseline FILE (.json, .yaml or "
+                           ".csv); `dlbench baseline` writes one from results")
+    if args.baseline and not uses_baseline:
+        takers = [e.name for e in report_types() if e.load().uses_baseline]
+        raise ResultsError(f"--baseline is used by --type {' and '.join(takers)} only, not "
+                           f"{args.report_type}")
 
 
 def build_report(args: argparse.Namespace, records: list[dict[str, Any]]) -> Report:
     """The report ``args`` ask for, of ``records``."""
-    if args.report_type == "scorecard":
-        return scorecard_report(records, load_baseline(args.baseline), source=args.baseline)
-    return build_table_report(records, args.report_type, args.target_variable)
+    options = ReportOptions(target=args.target_variable, baseline=args.baseline)
+    return report_type(args.report_type).load().build(records, options)
 
 
 def report(args: argparse.Namespace) -> int:
@@ -49,7 +52,7 @@ def report(args: argparse.Namespace) -> int:
     _check_arguments(args)
     records = _selected(args)
     built = build_report(args, records)
-    if args.format == "html":
+    if args.format == HTML_FORMAT:
         # Imported here: only HTML pages need the charting code it pulls in.
         from dlbench.report.html import write_html_report
 

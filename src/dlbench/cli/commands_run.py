@@ -13,7 +13,7 @@ from dlbench.config import load_spec, plan_experiments
 from dlbench.config.registry import varying_parameters
 from dlbench.config.spec import Sourced
 from dlbench.errors import ConfigError, PathError
-from dlbench.launch.runner import Runner
+from dlbench.launch.launchers import Launcher, launcher, launchers
 from dlbench.launch.signals import SIGUSR1_EXIT_STATUS
 from dlbench.results.table import format_table
 from dlbench.suites import suite_path
@@ -33,7 +33,7 @@ RESULT_HEADERS = {
 }
 
 
-def _planned(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _planned(args: argparse.Namespace, chosen: Launcher | None = None) -> list[dict[str, Any]]:
     overrides = {}
     if args.out is not None and not args.out.strip():
         raise PathError("--out: empty path; give the run directory, e.g. --out runs/sweep")
@@ -41,12 +41,10 @@ def _planned(args: argparse.Namespace) -> list[dict[str, Any]]:
         overrides["exp.out_dir"] = (str(Path(args.out).resolve()), "--out flag")
     configs = [*(suite_path(name) for name in args.suite), *args.config]
     spec = load_spec(configs, args.params, args.variables, args.extensions, overrides)
-    if getattr(args, "launcher", "local") == "slurm" and not (
-            "exp.rendezvous" in spec.parameters or "exp.rendezvous" in spec.variables):
-        # The nodes of a Slurm job meet on its first node, known once the job starts.
-        from dlbench.launch.slurm_node import AUTO_RENDEZVOUS
-
-        spec.parameters["exp.rendezvous"] = Sourced(AUTO_RENDEZVOUS, "--launcher slurm")
+    # A launcher's own defaults (Slurm: the nodes of a job meet on its first node).
+    for name, value in (chosen.defaults() if chosen is not None else {}).items():
+        if name not in spec.parameters and name not in spec.variables:
+            spec.parameters[name] = Sourced(value, f"--launcher {args.launcher}")
     experiments = plan_experiments(spec, args.max_experiments)
     if args.out is None:
         # The default run directory is relative: pin it (and the logs under it) to where
@@ -123,29 +121,21 @@ def plan(args: argparse.Namespace) -> int:
     return 0
 
 
-_SLURM_FLAGS = {"--slurm-partition": "slurm_partition", "--slurm-gres": "slurm_gres",
-                "--slurm-time": "slurm_time", "--slurm-array-parallelism":
-                "slurm_array_parallelism", "--slurm-account": "slurm_account",
-                "--slurm-option": "slurm_option"}
-
-
 def _report(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _runner(args: argparse.Namespace) -> Runner:
-    """The runner of ``--launcher``, its flags checked."""
-    if args.launcher == "slurm":
-        from dlbench.launch.slurm import SlurmRunner, slurm_options
-
-        options = slurm_options(args.slurm_partition, args.slurm_gres, args.slurm_time,
-                                args.slurm_array_parallelism, args.slurm_account,
-                                args.slurm_option)
-        return SlurmRunner(options, report=_report)
-    for flag, name in _SLURM_FLAGS.items():
-        if getattr(args, name):
-            raise ConfigError(f"{flag} needs --launcher slurm (the launcher is {args.launcher})")
-    return Runner(report=_report)
+def _launcher(args: argparse.Namespace) -> Launcher:
+    """The launcher of ``--launcher``, its flags checked; a flag of another launcher is
+    refused."""
+    chosen = launcher(args.launcher)
+    for entry in launchers():
+        for flag in entry.flags if entry is not chosen else ():
+            if getattr(args, flag.dest, None):
+                raise ConfigError(f"--{flag.name} needs --launcher {entry.name} (the launcher "
+                                  f"is {args.launcher})")
+    options = {flag.dest: getattr(args, flag.dest, None) for flag in chosen.flags}
+    return chosen.create(options, _report)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,8 +145,8 @@ def run(args: argparse.Namespace) -> int:
     batch, which is itself a failure), 1 when one failed, 130 after Ctrl-C or SIGTERM,
     138 (128 + SIGUSR1) after a SIGUSR1 stop; 2 for a mistake in the command.
     """
-    runner = _runner(args)
-    experiments = _planned(args)
+    runner = _launcher(args)
+    experiments = _planned(args, runner)
     check_run_paths(experiments, args.out is not None)
     try:
         result = runner.run(experiments)

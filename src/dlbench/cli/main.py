@@ -17,6 +17,9 @@ from dlbench import __version__
 from dlbench.cli import commands_help, commands_results, commands_run
 from dlbench.cli.usage import Parser
 from dlbench.errors import DlbenchError
+from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS, subset
+from dlbench.launch.launchers import launchers
+from dlbench.report.types import report_types
 from dlbench.textsafe import safe_text
 
 #: Exit status after Ctrl-C: 128 + SIGINT, the shell's convention.
@@ -60,26 +63,24 @@ def build_parser() -> argparse.ArgumentParser:
                                      "process and print the results table.")
     _add_spec_arguments(run)
     launch = run.add_argument_group("where the workers run (docs/slurm.md)")
-    launch.add_argument("--launcher", choices=("local", "slurm"), default="local",
-                        help="local: one worker after another on this machine (default); "
-                             "slurm: Slurm jobs through submitit (pip install dlbench[slurm])")
-    launch.add_argument("--slurm-partition", metavar="P", help="partition of the jobs")
-    launch.add_argument("--slurm-gres", metavar="G", help="generic resources per node, e.g. gpu:1")
-    launch.add_argument("--slurm-time", metavar="TIME",
-                        help="time limit of a job, MINUTES or HH:MM:SS (default: the longest "
-                             "exp.timeout x exp.repeat plus 5 minutes)")
-    launch.add_argument("--slurm-array-parallelism", metavar="K",
-                        help="at most K experiments of the job array at once")
-    launch.add_argument("--slurm-account", metavar="A", help="account charged for the jobs")
-    launch.add_argument("--slurm-option", action="append", default=[], metavar="NAME[=VALUE]",
-                        help="any other sbatch option, e.g. cpus-per-task=8 or exclusive")
+    entries = launchers()
+    launch.add_argument("--launcher", choices=[e.name for e in entries], default=entries[0].name,
+                        help="; ".join(f"{e.name}: {e.help}" for e in entries))
+    for entry in entries:
+        for flag in entry.flags:
+            if flag.repeat:
+                launch.add_argument(f"--{flag.name}", metavar=flag.metavar, help=flag.help,
+                                    action="append", default=[])
+            else:
+                launch.add_argument(f"--{flag.name}", metavar=flag.metavar, help=flag.help)
     run.set_defaults(handler=commands_run.run)
 
     plan = sub.add_parser("plan", allow_abbrev=False, help="print the experiments a sweep "
                           "would run", description="Expand, resolve and check a sweep; "
                           "run nothing.")
     _add_spec_arguments(plan)
-    plan.add_argument("--format", choices=("table", "json"), default="table")
+    plan.add_argument("--format", choices=subset(DATA_FORMATS, "table", "json"),
+                      default=DATA_FORMATS[0])
     plan.set_defaults(handler=commands_run.plan)
 
     helpp = sub.add_parser("help", allow_abbrev=False, help="parameters, frameworks, models",
@@ -90,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the frameworks, or one framework's parameters")
     helpp.add_argument("--models", action="store_true", help="the model zoo")
     helpp.add_argument("--suites", action="store_true", help="the named suites")
+    helpp.add_argument("--results", nargs="?", const="", metavar="REGEX",
+                       help="the result keys (results.*, sys.*, hw.*) whose name matches")
     helpp.set_defaults(handler=commands_help.show_help)
 
     parse = sub.add_parser("parse", allow_abbrev=False, help="turn logs into records",
@@ -106,14 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run directory, results.sqlite, or .json/.json.gz/.jsonl/.csv")
     query.add_argument("--where", default="{}", metavar="JSON",
                        help='e.g. \'{"exp.model": "resnet50"}\'')
-    query.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    query.add_argument("--format", choices=DATA_FORMATS, default=DATA_FORMATS[0])
     query.add_argument("--columns", metavar="A,B,...",
                        help="columns of the table or csv (default: the ones that vary)")
     query.set_defaults(handler=commands_results.query)
     report = sub.add_parser("report", allow_abbrev=False, help="tables, scorecard, HTML",
                             description="Build a report from results.")
-    report.add_argument("--type", dest="report_type", default="exploration",
-                        choices=("exploration", "weak-scaling", "strong-scaling", "scorecard"))
+    types = report_types()
+    report.add_argument("--type", dest="report_type", default=types[0].name,
+                        choices=[e.name for e in types],
+                        help="; ".join(f"{e.name}: {e.help}" for e in types))
     report.add_argument("--input", nargs="+", required=True, metavar="SRC",
                         help="run directories, results.sqlite, .json/.json.gz/.jsonl/.csv")
     report.add_argument("--query", default="{}", metavar="JSON",
@@ -122,8 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the measured value the tables are built from")
     report.add_argument("--baseline", metavar="FILE",
                         help="targets of the scorecard (.json, .yaml or .csv)")
-    report.add_argument("--format", choices=("text", "markdown", "csv", "json", "html"),
-                        default="text")
+    report.add_argument("--format", choices=(*REPORT_FORMATS, HTML_FORMAT),
+                        default=REPORT_FORMATS[0])
     report.add_argument("--output", metavar="FILE", help="write here instead of stdout")
     report.set_defaults(handler=_lazy("commands_report", "report"))
 
@@ -146,8 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="smallest change that counts (default 5%%)")
     compare.add_argument("--fail-on-regression", action="store_true",
                          help="exit 1 when a significant slowdown beyond the threshold exists")
-    compare.add_argument("--format", choices=("text", "markdown", "csv", "json"),
-                         default="text")
+    compare.add_argument("--format", choices=REPORT_FORMATS, default=REPORT_FORMATS[0])
     compare.set_defaults(handler=_lazy("commands_compare", "compare"))
 
     plot = sub.add_parser("plot", allow_abbrev=False, help="a chart of results",
@@ -169,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     plot.set_defaults(handler=_lazy("commands_plot", "plot"))
     sysinfo = sub.add_parser("sysinfo", allow_abbrev=False, help="this machine's environment",
                              description="Print the system information recorded with runs.")
-    sysinfo.add_argument("--format", choices=("text", "json"), default="text")
+    sysinfo.add_argument("--format", choices=subset(REPORT_FORMATS, "text", "json"),
+                         default=REPORT_FORMATS[0])
     sysinfo.set_defaults(handler=_lazy("commands_measure", "sysinfo"))
 
     peak = sub.add_parser("peak", allow_abbrev=False, help="measure this machine's peaks",
@@ -187,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="matmul size (default 2048 on CPU, 8192 on GPU)")
     peak.add_argument("--no-save", action="store_true",
                       help="print only; do not update the peaks file")
-    peak.add_argument("--format", choices=("text", "json"), default="text")
+    peak.add_argument("--format", choices=subset(REPORT_FORMATS, "text", "json"),
+                         default=REPORT_FORMATS[0])
     peak.set_defaults(handler=_lazy("commands_measure", "peak"))
 
     return parser

@@ -1,5 +1,8 @@
 """What exists: the frameworks and models dlbench knows, as plain data.
 
+Each framework declares itself in a module of :mod:`dlbench.config.frameworks`;
+this module gathers them by id.
+
 The catalog lives at the bottom of the import graph so that planning a sweep (which
 must reject an unknown model or a framework that is not installed) never imports a
 framework. How a model is built and how a framework runs a step live in
@@ -8,106 +11,17 @@ framework. How a model is built and how a framework runs a step live in
 
 from __future__ import annotations
 
-import importlib.util
-from dataclasses import dataclass
-
+from dlbench.config.frameworks import DECLARATIONS
+from dlbench.config.frameworks.base import FrameworkInfo
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.config.zoo_domains import DOMAIN_MODELS
 from dlbench.config.zoo_vision import VISION_MODELS
 
+__all__ = ["FRAMEWORKS", "MODELS", "FrameworkInfo", "ModelInfo", "model_frameworks",
+           "model_input_shape"]
 
-@dataclass(frozen=True)
-class FrameworkInfo:
-    """A backend: which module implements it and what it needs installed."""
-
-    id: str
-    title: str
-    module: str  # implements dlbench.backends.base.Backend; imported only in the worker
-    requires: tuple[str, ...]  # importable top-level packages it needs
-    install_hint: str  # what to run when a requirement is missing
-    phases: tuple[str, ...] = ("training", "inference")
-    description: str = ""
-    # Models this framework defines; None: every model of the catalog.
-    models: tuple[str, ...] | None = None
-    # How several replicas (exp.num_replicas > 1) run: "torchrun" starts one worker
-    # process per replica; "in_process" lets one worker drive every local device (JAX's
-    # sharding, TensorFlow's MirroredStrategy); "none" refuses more than one replica.
-    data_parallel: str = "none"
-
-    def missing_requirements(self) -> list[str]:
-        """Names of required packages that cannot be imported here (checked without importing)."""
-        return [name for name in self.requires if importlib.util.find_spec(name) is None]
-
-
-FRAMEWORKS: dict[str, FrameworkInfo] = {
-    info.id: info
-    for info in (
-        FrameworkInfo(
-            id="pytorch",
-            title="PyTorch",
-            module="dlbench.backends.pytorch",
-            requires=("torch",),
-            install_hint="pip install torch",
-            data_parallel="torchrun",
-            description="PyTorch eager (optionally torch.compile) on CPU or CUDA.",
-        ),
-        FrameworkInfo(
-            id="jax",
-            title="JAX (Flax, Optax)",
-            module="dlbench.backends.jax_backend",
-            requires=("jax", "flax", "optax"),
-            install_hint="pip install dlbench[jax]",
-            description="JAX with Flax models and Optax optimizers; jit-compiled steps.",
-            models=("toy", "deep_mnist", "alexnet_owt", "vgg16", "resnet18", "resnet50",
-                    "bert_base", "gpt2_small"),
-            data_parallel="in_process",
-        ),
-        FrameworkInfo(
-            id="onnxruntime",
-            title="ONNX Runtime",
-            module="dlbench.backends.onnxruntime_backend",
-            requires=("onnxruntime", "onnx", "onnxscript", "torch"),
-            install_hint="pip install dlbench[onnxruntime]",
-            phases=("inference",),
-            description="ONNX Runtime on the model exported from its PyTorch definition.",
-            # Each exported and run, its outputs compared with PyTorch's
-            # (docs/onnxruntime.md); the export is the PyTorch model's, so any other
-            # model that exports runs too, once checked and added here.
-            models=(
-                "toy", "deep_mnist", "alexnet", "resnet18", "resnet34", "resnet50",
-                "resnet101", "resnet152", "alexnet_owt", "overfeat", "googlenet",
-                "inception3", "inception4", "vgg11", "vgg13", "vgg16", "vgg19", "resnet200",
-                "resnet269", "mobilenet_v2", "vit_b16", "acoustic_model", "bert_base",
-                "gpt2_small", "wlm", "translator", "dcgan", "vae", "ncf", "espcn",
-                "fast_style", "ssd_lite", "toy_reg", "toy_lstm", "cart",
-            ),
-        ),
-        FrameworkInfo(
-            id="tensorflow",
-            title="TensorFlow (Keras 3)",
-            module="dlbench.backends.tensorflow_backend",
-            requires=("tensorflow", "keras"),
-            install_hint="pip install dlbench[tensorflow]",
-            description="TensorFlow with Keras 3 models; tf.function-compiled steps.",
-            models=("toy", "deep_mnist", "alexnet_owt", "vgg16", "resnet18", "resnet50",
-                    "bert_base", "gpt2_small"),
-            data_parallel="in_process",
-        ),
-        FrameworkInfo(
-            id="fake",
-            title="Fake workload",
-            module="dlbench.backends.fake",
-            requires=(),
-            install_hint="",
-            data_parallel="torchrun",
-            description=(
-                "A known-answer workload: each step takes fake.step_ms (plus jitter), "
-                "timed through the same loop as real frameworks. For tests and for "
-                "checking the harness itself."
-            ),
-        ),
-    )
-}
+#: The frameworks, by id, from their declarations (:mod:`dlbench.config.frameworks`).
+FRAMEWORKS: dict[str, FrameworkInfo] = {info.id: info for info in DECLARATIONS}
 
 
 # The models of the core: tests and DLBS's first image models. The vision zoo and the
@@ -218,7 +132,16 @@ MODELS: dict[str, ModelInfo] = {
 
 
 def model_input_shape(model: ModelInfo, image_size: int) -> tuple[int, ...]:
-    """One sample's input shape, with the image side replaced when ``image_size`` > 0."""
-    if model.is_image and image_size > 0:
-        return (*model.input_shape[:-2], image_size, image_size)
-    return model.input_shape
+    """One sample's input shape, with the image side replaced when ``image_size`` > 0
+    (:meth:`ModelInfo.sample_shape` without a sequence length)."""
+    return model.sample_shape(image_size)
+
+
+def model_frameworks(model_id: str) -> list[str]:
+    """The frameworks that define ``model_id``, from their declarations' builder tables
+    (or model lists), in the order of :data:`FRAMEWORKS`.
+
+    >>> model_frameworks("toy")[:2]
+    ['pytorch', 'jax']
+    """
+    return [info.id for info in FRAMEWORKS.values() if info.defines(model_id)]

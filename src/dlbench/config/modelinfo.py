@@ -8,6 +8,15 @@ from dataclasses import dataclass, field
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
 
 
+#: What one step of a model may do; a framework runs each task with a workload of its
+#: own (``dlbench.models.pytorch.workloads`` has every one).
+TASKS = (
+    "classification", "masked_lm", "causal_lm", "translation", "gan", "vae",
+    "recommendation", "super_resolution", "style_transfer", "detection", "regression",
+    "time_series", "reinforcement_learning", "input_pipeline",
+)
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """A model's metadata; the same id means the same architecture in every framework."""
@@ -19,7 +28,6 @@ class ModelInfo:
     num_classes: int
     default_batch: int
     unit: str = "samples/s"
-    frameworks: tuple[str, ...] = ("pytorch",)
     is_image: bool = True  # exp.image_size rescales the last two input dimensions
     reference_params: int | None = None  # published parameter count, checked by the tests
     # Smallest image side the architecture computes (below it a pooling window is
@@ -31,8 +39,10 @@ class ModelInfo:
     # images), "text" (a text file), or "" for synthetic data only. Image
     # classification models read images without saying so (see real_data_kind).
     real_data: str = ""
-    # What one step of training does with the model (see dlbench.models.pytorch.workloads):
-    # "classification" (cross-entropy on labels) unless the model says otherwise.
+    # What one step does with the model, one of TASKS: each framework runs the workload
+    # of the task (dlbench.models.<framework>.workloads), "classification"
+    # (cross-entropy on labels) unless the model says otherwise. Which frameworks
+    # define the model is theirs to say (dlbench.config.catalog.model_frameworks).
     task: str = "classification"
     # Published sequence length (tokens, time steps, environment steps of a rollout) of
     # the models exp.seq_len resizes; a model whose input is that sequence declares
@@ -40,6 +50,27 @@ class ModelInfo:
     seq_len: int | None = None
     # Token ids of language models are below this (real text is hashed into it).
     vocab_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"model {self.id}: unknown task {self.task!r}; known: "
+                             f"{', '.join(TASKS)}")
+
+    def sample_shape(self, image_size: int = 0, seq_len: int = 0) -> tuple[int, ...]:
+        """One sample's shape at an experiment's sizes (``exp.image_size``,
+        ``exp.seq_len``; 0 keeps the published size), in every framework: the image side
+        replaced for image models; the length replaced for a model whose input is its
+        sequence (``input_shape == (seq_len,)``; others, such as cart's observations,
+        keep their shape).
+
+        >>> ModelInfo("m", "M", "d", (3, 224, 224), 10, 8).sample_shape(64)
+        (3, 64, 64)
+        """
+        if self.seq_len is not None and seq_len > 0 and self.input_shape == (self.seq_len,):
+            return (seq_len,)
+        if self.is_image and image_size > 0:
+            return (*self.input_shape[:-2], image_size, image_size)
+        return self.input_shape
 
     @property
     def real_data_kind(self) -> str:

@@ -13,48 +13,30 @@ in ``exp.id``: where the log goes or how often to retry does not change the numb
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.config.dlbs_names import is_dlbs_name
+from dlbench.config.frameworks.base import FrameworkInfo
+from dlbench.config.params import PARAM_TYPES, Param
+from dlbench.config.run_params import (
+    CONTAINER_ENGINE_COMMANDS,
+    CONTAINER_PARAMS,
+    DISTRIBUTED_PARAMS,
+    MONITOR_PARAMS,
+    PARTITION_PARAMS,
+    container_image,
+    parse_container_mount,
+)
 
-#: The types a parameter may declare. ``any`` accepts every JSON value.
-PARAM_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
+__all__ = ["CONTAINER_ENGINE_COMMANDS", "PARAM_TYPES", "REGISTRY", "USER_NAMESPACE", "Param",
+           "Registry", "container_image", "is_user_param", "parse_container_mount",
+           "register_framework", "unregister_framework", "varying_parameters"]
 
 #: Namespace open to a user's own values and references.
 USER_NAMESPACE = "user."
-
-
-@dataclass(frozen=True)
-class Param:
-    """One declared parameter."""
-
-    name: str
-    type: str
-    default: Any
-    help: str
-    choices: tuple[Any, ...] | None = None
-    identity: bool = True
-    settable: bool = True
-    special: tuple[str, ...] = ()  # words accepted besides values of the type (`auto`)
-
-    def __post_init__(self) -> None:
-        if self.type not in PARAM_TYPES:
-            raise ValueError(f"parameter {self.name}: unknown type {self.type!r}")
-
-    @property
-    def derived(self) -> bool:
-        """True when the default is computed from other parameters."""
-        return isinstance(self.default, str) and ("${" in self.default or "$(" in self.default)
-
-    @property
-    def namespace(self) -> str:
-        """The part of the name before the first dot (``exp``, ``pytorch``, ...)."""
-        return self.name.split(".", 1)[0]
 
 
 class Registry:
@@ -62,10 +44,17 @@ class Registry:
 
     def __init__(self, params: Iterable[Param]) -> None:
         self._params: dict[str, Param] = {}
+        self.reset(params)
+
+    def reset(self, params: Iterable[Param]) -> None:
+        """Replace the parameters with ``params`` (in place: every holder of this
+        registry sees them). ValueError when a name is declared twice."""
+        declared: dict[str, Param] = {}
         for param in params:
-            if param.name in self._params:
+            if param.name in declared:
                 raise ValueError(f"parameter {param.name} declared twice")
-            self._params[param.name] = param
+            declared[param.name] = param
+        self._params = declared
 
     def __contains__(self, name: object) -> bool:
         return name in self._params
@@ -137,17 +126,27 @@ def _title_of(name: str, titles: Mapping[str, str]) -> str:
 STATUS_INPUTS = ("", "ok", "disabled", "inactive")
 
 
+def _framework_param() -> Param:
+    """exp.framework, whose choices are the declared frameworks."""
+    return Param("exp.framework", "str", "pytorch",
+                 "Framework (backend) that runs the experiment.", choices=tuple(FRAMEWORKS))
+
+
+def _framework_title_param() -> Param:
+    """exp.framework_title, derived from the declared frameworks' titles."""
+    return Param("exp.framework_title", "str", _title_of("exp.framework", {
+                     k: v.title for k, v in FRAMEWORKS.items()}),
+                 "Human title of exp.framework (`PyTorch`); derived.", identity=False)
+
+
 _EXP = [
-    Param("exp.framework", "str", "pytorch", "Framework (backend) that runs the experiment.",
-          choices=tuple(FRAMEWORKS)),
+    _framework_param(),
     Param("exp.model", "str", "resnet50", "Model id from the zoo (see `dlbench help --models`).",
           choices=tuple(MODELS)),
     Param("exp.phase", "str", "training",
           "`training` (forward, loss, backward, optimizer step) or `inference` (forward only).",
           choices=("training", "inference")),
-    Param("exp.framework_title", "str", _title_of("exp.framework", {
-              k: v.title for k, v in FRAMEWORKS.items()}),
-          "Human title of exp.framework (`PyTorch`); derived.", identity=False),
+    _framework_title_param(),
     Param("exp.model_title", "str", _title_of("exp.model", {k: v.title for k, v in MODELS.items()}),
           "Human title of exp.model (`ResNet-50`); derived.", identity=False),
     Param("exp.gpus", "str", "",
@@ -243,246 +242,39 @@ _EXP = [
           choices=("never", "onfail", "always"), identity=False),
 ]
 
-_MONITOR = [
-    Param("monitor.enabled", "bool", "$(${monitor.frequency} > 0)$",
-          "Sample CPU, memory, GPU and power use in the worker while the experiment runs; "
-          "derived: off when monitor.frequency is 0.", identity=False),
-    Param("monitor.frequency", "float", 0.5,
-          "Seconds between two samples of the monitor (at least 0.01); 0 turns the monitor "
-          "off, as in DLBS.", identity=False),
-]
+def _all_params() -> list[Param]:
+    """Every parameter: dlbench's own, then each declared framework's, in the order of
+    :data:`~dlbench.config.catalog.FRAMEWORKS`."""
+    fresh = {p.name: p for p in (_framework_param(), _framework_title_param())}
+    return [
+        *(fresh.get(p.name, p) for p in _EXP), *DISTRIBUTED_PARAMS, *PARTITION_PARAMS,
+        *CONTAINER_PARAMS, *MONITOR_PARAMS,
+        *(p for info in FRAMEWORKS.values() for p in info.params),
+    ]
 
-_PYTORCH = [
-    Param("pytorch.num_threads", "int", 0,
-          "Intra-op CPU threads (torch.set_num_threads); 0 keeps PyTorch's default."),
-    Param("pytorch.channels_last", "bool", False,
-          "Use the channels-last memory format for 4-D inputs and the model."),
-    Param("pytorch.compile", "bool", False,
-          "Compile the model with torch.compile (compilation happens during warm-up)."),
-    Param("pytorch.compile_mode", "str", "default", "Mode passed to torch.compile.",
-          choices=("default", "reduce-overhead", "max-autotune")),
-    Param("pytorch.cudnn_benchmark", "bool", True,
-          "Let cuDNN pick the fastest convolution algorithms (CUDA only)."),
-    Param("pytorch.seed", "int", 0,
-          "Seed of the initial weights and of the synthetic data (torch.manual_seed)."),
-    Param("pytorch.optimizer", "str", "sgd",
-          "Optimizer of the training phase: `sgd` (momentum 0.9) or `adam`.",
-          choices=("sgd", "adam")),
-    Param("pytorch.docker_image", "str", "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
-          "Container image of the worker with exp.docker=true when exp.docker_image is empty."),
-]
-
-_FAKE = [
-    Param("fake.step_ms", "float", 10.0, "Time each step of the fake workload takes, ms."),
-    Param("fake.jitter_ms", "float", 0.0,
-          "Uniform random jitter added to each fake step, in [0, fake.jitter_ms] ms."),
-    Param("fake.warmup_ms", "float", 0.0,
-          "Extra time of the first warm-up step, decaying by half each following step: a slow "
-          "warm-up to test warm-up handling."),
-    Param("fake.memory_mb", "int", 0,
-          "MiB the fake workload allocates (and touches) at set-up and holds until the end."),
-    Param("fake.failure", "str", "none",
-          "Failure to inject at batch fake.failure_batch: `exception` (a Python error), `exit` "
-          "(exit status 3), `signal` (SIGKILL itself), `hang` (stops responding), `nan` (a "
-          "non-finite loss), `oom` (out of memory: a MemoryError).",
-          choices=("none", "exception", "exit", "signal", "hang", "nan", "oom")),
-    Param("fake.failure_batch", "int", 0,
-          "Batch (counted from 0 across warm-up and timed batches) at which fake.failure happens."),
-    Param("fake.failure_rank", "int", -1,
-          "In a data-parallel run, the replica (rank) where fake.failure happens; -1: all."),
-    Param("fake.seed", "int", 0, "Seed of the jitter's random numbers."),
-    Param("fake.flops_per_sample", "float", 0.0,
-          "Floating-point operations the fake workload claims per sample (0: unknown), so "
-          "that results.tflops and results.mfu have known answers."),
-]
-
-# Data-parallel runs through torchrun, several nodes.
-_DISTRIBUTED = [
-    Param("exp.rendezvous", "str", "",
-          "HOST:PORT where the nodes of a multi-node run meet (torchrun's rendezvous "
-          "endpoint, on the first node). Empty on one node, where torchrun picks a free port.",
-          identity=False),
-    Param("exp.rendezvous_backend", "str", "c10d",
-          "torchrun's rendezvous: `c10d` (torchrun assigns node ranks itself) or `static` "
-          "(each node takes exp.node_rank).", choices=("c10d", "static"), identity=False),
-    Param("exp.node_rank", "int", 0,
-          "This node's number, 0 to exp.num_nodes - 1: which node's view the record is, and "
-          "the node's rank with exp.rendezvous_backend=static.", identity=False),
-    Param("exp.dist_backend", "str", "auto",
-          "Collective communication of data-parallel replicas: `nccl` across GPUs, `gloo` "
-          "across CPU processes; `auto` picks by exp.device_type.",
-          choices=("auto", "gloo", "nccl")),
-    Param("exp.collective_timeout", "float", 300.0,
-          "Seconds a replica waits in a collective (gradient all-reduce, rendezvous) before "
-          "it fails, so a lost replica fails its experiment instead of hanging it.",
-          identity=False),
-]
-
-# N users per node: copies of an experiment run at once, each on its own share.
-_PARTITION = [
-    Param("exp.parallel_jobs", "int", 1,
-          "Copies of a one-replica experiment run at the same time on this node, as N users "
-          "sharing it: copy k gets the k-th GPU of exp.gpus (none on the CPU), its own "
-          "contiguous set of this node's cores and its share of memory. results.throughput "
-          "is then the node's: the sum of the copies' throughputs (results.copy_throughput "
-          "lists each). `gpus`: one copy per GPU in exp.gpus.", special=("gpus",)),
-    Param("exp.parallel_memory_mb", "int", 0,
-          "With exp.parallel_jobs > 1, the memory each copy may use, MiB; 0: this node's "
-          "memory divided by the number of copies."),
-    Param("exp.copy", "int", 0,
-          "Which copy of exp.parallel_jobs this process is, 1 to N (0: not a copy); written "
-          "by dlbench into each copy's experiment file.", identity=False, settable=False),
-    Param("exp.copy_cpus", "str", "",
-          "The cores a copy was given (`0-3,8`); written by dlbench into each copy's "
-          "experiment file.", identity=False, settable=False),
-    Param("exp.copy_memory_mb", "int", 0,
-          "The memory a copy was given, MiB; written by dlbench into each copy's experiment "
-          "file.", identity=False, settable=False),
-    Param("exp.copy_limits", "str", "",
-          "What held a copy to its cores and memory: a cgroup v2, CPU affinity and "
-          "RLIMIT_DATA (and why not a cgroup), or the container engine; written by dlbench "
-          "into each copy's experiment file, so it is the first thing in the copy's log.",
-          identity=False, settable=False),
-]
-
-# Running the worker inside a container.
-
-#: The commands each exp.container_engine may be found as on PATH, preferred first.
-CONTAINER_ENGINE_COMMANDS = {
-    "docker": ("docker",),
-    "podman": ("podman",),
-    "apptainer": ("apptainer", "singularity"),
-}
-
-
-def container_image(experiment: Mapping[str, Any]) -> str:
-    """The image of an experiment with exp.docker=true: exp.docker_image, else the
-    framework's own ``<framework>.docker_image``; empty when neither is set."""
-    image = str(experiment.get("exp.docker_image") or "")
-    framework = str(experiment.get("exp.framework", ""))
-    return image or str(experiment.get(f"{framework}.docker_image") or "")
-
-
-def parse_container_mount(text: str) -> tuple[str, str, bool]:
-    """An item of exp.container_mounts, ``HOST[:CONTAINER[:ro|rw]]``, as (host,
-    container, read_only); ValueError when it is none of these. A relative HOST is
-    taken from the current directory; CONTAINER defaults to HOST.
-
-    >>> parse_container_mount("/data:/mnt/data:ro")
-    ('/data', '/mnt/data', True)
-    """
-    parts = text.split(":")
-    if not 1 <= len(parts) <= 3 or not parts[0] or (
-            len(parts) == 3 and parts[2] not in ("ro", "rw")):
-        raise ValueError(f"{text!r} is not HOST[:CONTAINER[:ro]]")
-    host = os.path.abspath(parts[0])
-    inside = parts[1] if len(parts) > 1 and parts[1] else host
-    if not inside.startswith("/"):
-        raise ValueError(f"{text!r}: the folder inside the container must be absolute")
-    return host, inside, len(parts) == 3 and parts[2] == "ro"
-
-
-_CONTAINER = [
-    # The image and the engine define the measurement: the image holds the framework
-    # build and its libraries; the engine decides the namespaces, the seccomp filter
-    # (a cost on every system call under docker and podman, none under apptainer) and
-    # the size of /dev/shm.
-    Param("exp.docker", "bool", False,
-          "Run the worker inside a container (exp.container_engine) of exp.docker_image."),
-    Param("exp.docker_image", "str", "",
-          "Container image of the worker; empty: the framework's own <framework>.docker_image "
-          "(e.g. pytorch.docker_image). It needs the framework, psutil and PyYAML."),
-    Param("exp.container_engine", "str", "docker",
-          "What runs the container: `docker`, `podman` or `apptainer` (also found as "
-          "`singularity`).", choices=("docker", "podman", "apptainer")),
-    Param("exp.container_python", "str", "python",
-          "The Python interpreter inside the image that runs the worker.", identity=False),
-    Param("exp.container_mount_dlbench", "bool", True,
-          "Mount this dlbench's own package into the container (read-only, on PYTHONPATH), "
-          "so the worker is the same version as the runner and the image needs no dlbench.",
-          identity=False),
-    Param("exp.container_mounts", "list", [],
-          "More folders to mount, each `HOST[:CONTAINER[:ro]]` (CONTAINER defaults to HOST). "
-          "The run directory, the experiment files and exp.data_dir are always mounted.",
-          identity=False),
-    Param("exp.container_options", "list", [],
-          "More options for the engine's run/exec command, one list item per argument "
-          "(e.g. [\"--shm-size=8g\"])."),
-]
-
-_JAX: list[Param] = [
-    Param("jax.optimizer", "str", "sgd",
-          "Optimizer of the training phase (Optax): `sgd` (momentum 0.9) or `adam`.",
-          choices=("sgd", "adam")),
-    Param("jax.seed", "int", 0,
-          "Seed of the initial weights, the synthetic data and the dropout masks."),
-    Param("jax.prng_impl", "str", "threefry2x32",
-          "JAX's random number generator, which makes dropout's masks in every training "
-          "step: `threefry2x32` (JAX's default), or the cheaper `rbg`/`unsafe_rbg`.",
-          choices=("threefry2x32", "rbg", "unsafe_rbg")),
-    Param("jax.preallocate", "bool", True,
-          "Let JAX reserve most of a GPU's memory when it starts (its default); false sets "
-          "XLA_PYTHON_CLIENT_PREALLOCATE=false, so memory use grows as needed, as PyTorch's "
-          "does. No effect on CPU."),
-]
-
-#: Execution providers the onnxruntime backend knows how to place (CPU first, then
-#: the two that run on an NVIDIA GPU); `dlbench plan` refuses other names.
-ONNXRUNTIME_PROVIDERS = ("CPUExecutionProvider", "CUDAExecutionProvider",
-                         "TensorrtExecutionProvider")
-
-_ONNXRUNTIME = [
-    Param("onnxruntime.providers", "str", "auto",
-          "Execution providers in priority order, comma-separated (" +
-          ", ".join(ONNXRUNTIME_PROVIDERS) + "); the first one says where the model runs and "
-          "must match exp.gpus. `auto`: CPUExecutionProvider, or CUDAExecutionProvider on the "
-          "GPU of exp.gpus."),
-    Param("onnxruntime.intra_op_threads", "int", 0,
-          "Threads that parallelise one operator (SessionOptions.intra_op_num_threads); 0 "
-          "keeps ONNX Runtime's default."),
-    Param("onnxruntime.inter_op_threads", "int", 0,
-          "Threads that run independent operators at once (inter_op_num_threads); used with "
-          "onnxruntime.execution_mode=parallel only; 0 keeps the default."),
-    Param("onnxruntime.execution_mode", "str", "sequential",
-          "Run the graph's operators one after another, or independent ones in parallel.",
-          choices=("sequential", "parallel")),
-    Param("onnxruntime.graph_optimization", "str", "all",
-          "Graph optimization level of the session: `disable`, `basic` (constant folding, "
-          "redundant nodes), `extended` (fusions) or `all` (with layout changes).",
-          choices=("disable", "basic", "extended", "all")),
-    Param("onnxruntime.seed", "int", 0,
-          "Seed of the exported weights (the same weights as pytorch.seed gives the PyTorch "
-          "model) and of the synthetic inputs."),
-    Param("onnxruntime.export_cache", "bool", True,
-          "Reuse the model exported earlier for the same model, input shape, dtype, seed and "
-          "versions (in $DLBENCH_HOME/onnx, else ~/.cache/dlbench/onnx); false: export again.",
-          identity=False),
-]
-
-_TENSORFLOW = [
-    Param("tensorflow.optimizer", "str", "sgd",
-          "Optimizer of the training phase: `sgd` (momentum 0.9) or `adam`, with PyTorch's "
-          "learning rates.", choices=("sgd", "adam")),
-    Param("tensorflow.xla", "bool", False,
-          "Compile the step with XLA (tf.function(jit_compile=True)); compilation happens "
-          "at set-up and is reported as results.compile_time."),
-    Param("tensorflow.num_threads", "int", 0,
-          "Intra-op CPU threads (tf.config.threading); 0 keeps TensorFlow's default."),
-    Param("tensorflow.inter_op_threads", "int", 0,
-          "Inter-op CPU threads: independent operations run at once; 0 keeps TensorFlow's "
-          "default."),
-    Param("tensorflow.memory_growth", "bool", False,
-          "Let TensorFlow take GPU memory as it needs it instead of reserving nearly all of "
-          "it at start-up (GPU only), so that the monitor's memory use is the model's."),
-    Param("tensorflow.seed", "int", 0,
-          "Seed of the initial weights and of the synthetic data (keras.utils.set_random_seed)."),
-]
 
 #: The registry every part of dlbench uses.
-REGISTRY = Registry([
-    *_EXP, *_DISTRIBUTED, *_PARTITION, *_CONTAINER, *_MONITOR,
-    *_PYTORCH, *_JAX, *_ONNXRUNTIME, *_TENSORFLOW, *_FAKE,
-])
+REGISTRY = Registry(_all_params())
+
+
+def register_framework(info: FrameworkInfo) -> None:
+    """Add a framework declared outside :mod:`dlbench.config.frameworks` (a plug-in,
+    or a test's): it becomes a choice of exp.framework and its parameters join
+    :data:`REGISTRY`. ValueError when its id is taken."""
+    if info.id in FRAMEWORKS:
+        raise ValueError(f"framework {info.id} is already declared")
+    FRAMEWORKS[info.id] = info
+    try:
+        REGISTRY.reset(_all_params())
+    except ValueError:
+        del FRAMEWORKS[info.id]
+        raise
+
+
+def unregister_framework(framework: str) -> None:
+    """Remove a framework added with :func:`register_framework`, and its parameters."""
+    del FRAMEWORKS[framework]
+    REGISTRY.reset(_all_params())
 
 
 def _is_label(name: str) -> bool:

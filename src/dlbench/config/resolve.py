@@ -49,7 +49,8 @@ from dlbench.config.refs import (
     split_expressions,
 )
 from dlbench.config.registry import REGISTRY, is_user_param
-from dlbench.config.safe_eval import safe_eval, value_size
+from dlbench.config.safe_eval import safe_eval
+from dlbench.config.safe_functions import value_size
 from dlbench.config.spec import Sourced, describe
 from dlbench.errors import ConfigError, UnsafeExpressionError
 

@@ -21,10 +21,11 @@ import ast
 import math
 import operator
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from dlbench.config import safe_functions
+from dlbench.config.safe_functions import value_size
 from dlbench.errors import ConfigError, UnsafeExpressionError
 
 #: Longest string, list or dict an expression may build.
@@ -120,39 +121,6 @@ def safe_eval(expression: str) -> Any:
     except RecursionError:  # a safety net: _check_depth bounds the nesting first
         raise UnsafeExpressionError(f"an expression nested more than {MAX_DEPTH} deep") from None
     return _to_json(result)
-
-
-def value_size(value: Any, limit: int, known: Mapping[int, int] | None = None) -> int:
-    """The size of ``value`` as if written out: characters of strings, digits of
-    integers, 1 for other scalars and for each list or dict, the sum over their items.
-
-    A part shared several times counts each time, so the size bounds the cost of
-    printing, comparing or copying the value. Counting stops past ``limit`` (the
-    result is then some number over it), so it costs at most ``limit`` steps.
-    ``known`` maps the id of a list or dict already measured (and kept alive by the
-    caller) to its size, which is then added without counting it again.
-
-    >>> value_size(["ab", [1, 2]], 100)
-    7
-    """
-    total = 0
-    stack = [value]
-    while stack and total <= limit:
-        item = stack.pop()
-        if known is not None and id(item) in known:
-            total += known[id(item)]
-            continue
-        total += 1
-        if isinstance(item, str):
-            total += len(item)
-        elif isinstance(item, int):
-            total += item.bit_length() // 4
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-    return total
 
 
 def _check_depth(tree: ast.AST) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os.path
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dlbench.errors import ConfigError, UnsafeExpressionError
@@ -166,3 +166,36 @@ def path_function(name: str, args: list[Any], limit: int) -> Any:
     if sum(map(len, args)) + len(os.getcwd()) + len(args) > limit:
         raise UnsafeExpressionError(f"a result longer than {limit} elements")
     return PATH_FUNCTIONS[name](*args)
+
+
+def value_size(value: Any, limit: int, known: Mapping[int, int] | None = None) -> int:
+    """The size of ``value`` as if written out: characters of strings, digits of
+    integers, 1 for other scalars and for each list or dict, the sum over their items.
+
+    A part shared several times counts each time, so the size bounds the cost of
+    printing, comparing or copying the value. Counting stops past ``limit`` (the
+    result is then some number over it), so it costs at most ``limit`` steps.
+    ``known`` maps the id of a list or dict already measured (and kept alive by the
+    caller) to its size, which is then added without counting it again.
+
+    >>> value_size(["ab", [1, 2]], 100)
+    7
+    """
+    total = 0
+    stack = [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if known is not None and id(item) in known:
+            total += known[id(item)]
+            continue
+        total += 1
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, int):
+            total += item.bit_length() // 4
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return total

@@ -7,7 +7,6 @@ flag its value came from, and what would be accepted.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 import shutil
@@ -20,25 +19,25 @@ from dlbench.config.expand import MAX_EXPERIMENTS, RawExperiment, expand
 from dlbench.config.modelinfo import IMAGE_SUFFIXES, ModelInfo
 from dlbench.config.registry import (
     CONTAINER_ENGINE_COMMANDS,
-    ONNXRUNTIME_PROVIDERS,
     REGISTRY,
     STATUS_INPUTS,
     container_image,
     is_user_param,
     parse_container_mount,
 )
-from dlbench.config.resolve import EXP_ID, Resolver, own_parameters
+from dlbench.config.resolve import Resolver, own_parameters
 from dlbench.config.spec import Source, SweepSpec, describe
+from dlbench.config.validate_logs import RUN_DIR_FILES, check_log_files
 from dlbench.errors import ConfigError
+
+__all__ = ["MAX_REPLICA_BATCH", "RUN_DIR_FILES", "check_experiment", "check_log_files",
+           "check_names", "plan_experiments"]
 
 #: exp.gpus in DLBS's syntax: replicas separated by `,`, GPUs of one replica by `:`.
 _GPUS = re.compile(r"^$|^\d+(:\d+)*(,\d+(:\d+)*)*$")
 #: Largest accepted exp.replica_batch: far above any batch a device holds, and low
 #: enough that a mistyped size (1e26) is an error, not an absurd throughput.
 MAX_REPLICA_BATCH = 2**20
-#: Files and folders dlbench itself writes in a run directory; no log may be one.
-RUN_DIR_FILES = ("results.sqlite", "results.sqlite-wal", "results.sqlite-shm",
-                 "results.sqlite-journal", "experiments", "slurm")
 #: A rendezvous endpoint: host name or address, a colon, a port.
 _ENDPOINT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d+$")
 
@@ -63,12 +62,6 @@ _MINIMUM = {
     "exp.target_ci": 0,
     "exp.cv_threshold": 0,
     "monitor.frequency": 0,
-    "fake.step_ms": 0,
-    "fake.jitter_ms": 0,
-    "fake.warmup_ms": 0,
-    "fake.memory_mb": 0,
-    "fake.failure_batch": 0,
-    "pytorch.num_threads": 0,
 }
 
 #: What the known values of these parameters are called in messages.
@@ -201,30 +194,21 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
                "samples closer than 0.01 s would measure the monitor")
         raise ConfigError(f"{shown('monitor.frequency')} with "
                           f"{shown('monitor.enabled')}: give at least 0.01 ({why})")
-    if framework.id == "onnxruntime":  # what its backend can run: docs/onnxruntime.md
-        if values["exp.dtype"] == "bfloat16":
-            raise ConfigError(f"{shown('exp.dtype')}: framework onnxruntime runs float32 or "
-                              f"float16; ONNX Runtime's CPU provider has no bfloat16 kernels")
-        if values["exp.data_dir"]:
-            raise ConfigError(f"{shown('exp.data_dir')}: framework onnxruntime runs on "
-                              f"synthetic data only; leave exp.data_dir empty")
-        providers = [name.strip() for name in str(values["onnxruntime.providers"]).split(",")]
-        known = ", ".join(ONNXRUNTIME_PROVIDERS)
-        for name in providers if providers != ["auto"] else []:
-            if name not in ONNXRUNTIME_PROVIDERS:
-                raise ConfigError(f"{shown('onnxruntime.providers')}: unknown provider {name!r}; "
-                                  f"use auto or a comma-separated list of {known}")
-        if providers != ["auto"] and (providers[0] != ONNXRUNTIME_PROVIDERS[0]) != bool(
-                values["exp.gpus"]):
-            raise ConfigError(f"{shown('onnxruntime.providers')} does not fit "
-                              f"{shown('exp.gpus')}: the first provider runs the model, on the "
-                              f"CPU for CPUExecutionProvider, else on the GPU of exp.gpus")
-        for name in ("onnxruntime.intra_op_threads", "onnxruntime.inter_op_threads"):
-            if values[name] < 0:
-                raise ConfigError(f"{shown(name)} must be >= 0 (0: ONNX Runtime's default)")
+    if values["exp.dtype"] not in framework.dtypes:
+        note = f"; {framework.dtype_note}" if framework.dtype_note else ""
+        raise ConfigError(f"{shown('exp.dtype')}: framework {framework.id} runs "
+                          f"{' or '.join(framework.dtypes)}{note}")
+    if framework.check is not None:  # what only this framework's backend needs
+        framework.check(values, shown)
     for name, minimum in _MINIMUM.items():
         if not isinstance(values[name], str) and values[name] < minimum:
             raise ConfigError(f"{shown(name)} must be >= {minimum}")
+    for param in REGISTRY:  # the smallest values parameters declare themselves
+        value = values.get(param.name)
+        if param.minimum is not None and isinstance(value, (int, float)) and (
+                value < param.minimum):
+            note = f" ({param.minimum_note})" if param.minimum_note else ""
+            raise ConfigError(f"{shown(param.name)} must be >= {param.minimum:g}{note}")
     model = MODELS[values["exp.model"]]
     _check_data_dir(values, raw, model)
     smallest = max(8, model.min_image_size or 0)
@@ -295,9 +279,10 @@ def _check_container(values: Mapping[str, Any], raw: RawExperiment) -> None:
         raise ConfigError(f"exp.docker=true needs {engine} on PATH "
                           f"({shown('exp.container_engine')}); {what}")
     if not container_image(values):
-        own = f"{values['exp.framework']}.docker_image"
-        why = (f"{own} is empty" if own in values else
-               f"framework {values['exp.framework']} has no {own}")
+        framework = values["exp.framework"]
+        own = FRAMEWORKS[framework].knob_param("docker_image")
+        why = (f"{own} is empty" if own else
+               f"framework {framework} has no {framework}.docker_image")
         raise ConfigError(f"exp.docker=true (from {raw['exp.docker'].source}) needs an image: "
                           f"set exp.docker_image ({why})")
     for item in values["exp.container_mounts"]:
@@ -352,57 +337,6 @@ def _check_replicas(
     if nodes > 1 and not _ENDPOINT.match(str(values["exp.rendezvous"])):
         raise ConfigError(f"{shown('exp.rendezvous')}: a run on {nodes} nodes needs the "
                           f"HOST:PORT where they meet, e.g. exp.rendezvous=node01:29500")
-
-
-def check_log_files(experiments: list[dict[str, Any]], raws: list[RawExperiment]) -> None:
-    """Logs cannot destroy data: each experiment's log file lies inside its run
-    directory, is none of the files dlbench itself writes there (the results store,
-    the experiment files), is no other experiment's, and is not an existing file
-    other than an earlier log of the same experiment (which a resumed run replaces).
-
-    Paths are taken as the runner takes them: a relative exp.log_file from the
-    current directory; symbolic links are followed.
-    """
-    seen: dict[str, int] = {}
-    for index, values in enumerate(experiments):
-        log_file = str(values["exp.log_file"])
-        shown = describe("exp.log_file", log_file, raws[index]["exp.log_file"].source)
-        path = os.path.realpath(log_file)
-        run_dir = os.path.realpath(str(values["exp.out_dir"]))
-        if os.path.commonpath([run_dir, path]) != run_dir or path == run_dir:
-            raise ConfigError(f"{shown} is outside the run directory {run_dir} (exp.out_dir); "
-                              f"use a path under it, e.g. ${{exp.out_dir}}/logs/NAME.log")
-        first = os.path.relpath(path, run_dir).split(os.sep)[0]
-        if first in RUN_DIR_FILES:
-            raise ConfigError(f"{shown} would overwrite {os.path.join(run_dir, first)}, which "
-                              f"dlbench writes itself; use a path under ${{exp.out_dir}}/logs")
-        if path in seen:
-            other = seen[path]
-            raise ConfigError(
-                f"{shown} is the same for experiments {experiments[other][EXP_ID]} and "
-                f"{values[EXP_ID]} (numbers {other + 1} and {index + 1} of the sweep); make an "
-                f"identity parameter or exp.log_file differ between them"
-            )
-        seen[path] = index
-        _check_existing_log(path, values, shown)
-
-
-def _check_existing_log(path: str, values: Mapping[str, Any], shown: str) -> None:
-    """An existing file at a log's path may only be an earlier log of the same experiment."""
-    if not os.path.lexists(path):
-        return
-    if not os.path.isfile(path):
-        raise ConfigError(f"{shown}: {path} exists and is not a file")
-    marker = f"__{EXP_ID}__={json.dumps(values[EXP_ID])}".encode()
-    try:
-        with open(path, "rb") as file:
-            head = file.read(1 << 20)  # the parameters come first in a dlbench log
-    except OSError as error:
-        raise ConfigError(f"{shown}: {path} cannot be read: {error.strerror}") from None
-    if marker not in head:
-        raise ConfigError(f"{shown}: {path} exists and is not a log of this experiment "
-                          f"(exp.id {values[EXP_ID]}); move it away or choose another "
-                          f"exp.log_file")
 
 
 def _check_data_dir(values: Mapping[str, Any], raw: RawExperiment, model: ModelInfo) -> None:

@@ -35,6 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dlbench.config.catalog import FRAMEWORKS
 from dlbench.measure.stats import mean, summarize_times
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
 
@@ -128,12 +129,12 @@ def copy_experiment(
     copy["exp.copy_cpus"] = cpu_list_text(share.cpus)
     copy["exp.copy_memory_mb"] = share.memory_mb
     copy["exp.copy_limits"] = limits
-    framework = str(experiment["exp.framework"])
+    info = FRAMEWORKS.get(str(experiment["exp.framework"]))
     # The framework's own thread pool would otherwise size itself to the whole node:
     # some frameworks count the machine's cores, not the ones this process may use.
-    for name in (f"{framework}.num_threads", f"{framework}.intra_op_threads"):
-        if copy.get(name) == 0:
-            copy[name] = len(share.cpus)
+    threads = info.knob_param("threads") if info is not None else None
+    if threads is not None and copy.get(threads) == 0:
+        copy[threads] = len(share.cpus)
     return copy
 
 

@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,23 +39,21 @@ from typing import Any
 from dlbench.config.registry import varying_parameters
 from dlbench.launch import partition
 from dlbench.launch.command import worker_argv, worker_env
+from dlbench.launch.launchers import Launcher
 from dlbench.launch.local import kill_worker, start_worker
 from dlbench.launch.memo import OutOfMemoryMemo, skipped_record
 from dlbench.launch.progress import Progress, Reporter, stability_note
+from dlbench.launch.records import combine_processes, rank_logs, worker_record, write_combined
 from dlbench.launch.signals import SignalState, hold_interrupts, sigterm_as_interrupt, sweep_signals
-from dlbench.measure.stability import repeat_verdict
-from dlbench.measure.stats import combine_repeats
-from dlbench.results.logfile import LINE_RE, LogWriter
-from dlbench.results.parser import parse_log
-from dlbench.results.progress import FAILURE_KIND_KEY, PROGRESS_KEY, where_text
 from dlbench.results.store import Store
 
-__all__ = ["Outcome", "Progress", "Reporter", "Runner", "SweepResult", "combine_processes",
-           "rank_logs", "should_run", "sigterm_as_interrupt", "stability_note", "write_combined",
-           "write_input"]
+__all__ = ["Finish", "Outcome", "Progress", "Reporter", "Runner", "SweepResult",
+           "combine_processes", "rank_logs", "should_run", "sigterm_as_interrupt",
+           "stability_note", "write_combined", "write_input"]
 
-#: Lines of the worker's own output quoted in ``exp.status_msg`` after a crash.
-OUTPUT_TAIL_LINES = 3
+#: What a launcher calls with each experiment's record as it ends: its index in the
+#: plan, the record, and the seconds it ran.
+Finish = Callable[[int, dict[str, Any], float], None]
 
 
 @dataclass
@@ -101,84 +97,6 @@ def should_run(experiment: Mapping[str, Any], earlier: Mapping[str, Any] | None)
     return earlier.get("exp.status") != "ok"  # onfail
 
 
-def _signal_name(returncode: int) -> str:
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
-#: The last line of a Python traceback: the exception's type, then its message.
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*$")
-
-
-def _own_output(log_path: Path) -> list[str]:
-    """The worker's own output lines at the end of its log: not ``__key__=`` lines,
-    nor dlbench's notes (``dlbench: monitor: ...``), which say nothing of a crash."""
-    try:
-        text = log_path.read_bytes()[-64_000:].decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    return [ln.strip() for ln in text.splitlines()
-            if ln.strip() and not LINE_RE.match(ln) and not ln.startswith("dlbench: ")]
-
-
-def _output_tail(log_path: Path, lines: int = OUTPUT_TAIL_LINES) -> str:
-    """The last lines of the worker's own output, or the exception a Python traceback
-    ends with when there is one (its type and message)."""
-    own = _own_output(log_path)
-    if "Traceback (most recent call last):" in own:
-        after = own[len(own) - own[::-1].index("Traceback (most recent call last):"):]
-        errors = [ln for ln in after if _EXCEPTION_LINE.match(ln)]
-        if errors:
-            return errors[-1]
-    return " | ".join(own[-lines:])
-
-
-def rank_logs(log_path: Path) -> list[Path]:
-    """The logs of a data-parallel run's other replicas, ``<log>.rank<N>``, by rank."""
-    found = [(int(p.name.rsplit(".rank", 1)[1]), p)
-             for p in log_path.parent.glob(f"{log_path.name}.rank*")
-             if p.name.rsplit(".rank", 1)[1].isdigit()]
-    return [p for _, p in sorted(found)]
-
-
-def _rank_failure(log_path: Path, main: Mapping[str, Any]) -> str | None:
-    """``rank N: <its reason>`` for the replica that failed first, from the logs of a
-    data-parallel run (``main``: what the first replica's log parsed to). The first
-    failure is the cause: the replicas still running fail next ("connection closed by
-    peer", a collective timeout) or are stopped by torchrun."""
-    others = rank_logs(log_path)
-    if not others:
-        return None
-    failures = []
-    for name, parsed in [("0", main)] + [
-        (path.name.rsplit(".rank", 1)[1], parse_log(path)[0]) for path in others
-    ]:
-        if parsed.get("exp.status") == "failure":
-            failures.append((str(parsed.get("results.end_time", "")), int(name),
-                             str(parsed.get("exp.status_msg", ""))))
-    if not failures:
-        return None
-    _, first, message = min(failures)
-    return f"rank {first}: {message}"
-
-
-def _crash_message(returncode: int, log_path: Path, progress: Any) -> str:
-    """Why a worker that wrote no status ended: the signal or exit status, where it
-    was (its last progress line), and the end of its own output."""
-    how = (
-        f"worker killed by {_signal_name(returncode)}"
-        if returncode < 0
-        else f"worker exited with status {returncode}"
-    )
-    where = where_text(progress)
-    if where:
-        how += f" {where}"
-    tail = _output_tail(log_path)
-    return f"{how}: {tail}" if tail else how
-
-
 def write_input(experiment: Mapping[str, Any], out_dir: Path, suffix: str = "") -> Path:
     """Write ``experiment`` atomically as the worker's input,
     ``<out_dir>/experiments/<exp.id><suffix>.json``, and return its path."""
@@ -190,8 +108,9 @@ def write_input(experiment: Mapping[str, Any], out_dir: Path, suffix: str = "") 
     return path
 
 
-class Runner:
-    """Runs experiments one at a time into their run directories' stores."""
+class Runner(Launcher):
+    """Runs experiments one at a time into their run directories' stores: the
+    ``local`` launcher."""
 
     def __init__(self, report: Reporter = print, python: str | None = None) -> None:
         self.report = report
@@ -199,6 +118,14 @@ class Runner:
         self._stores: dict[Path, Store] = {}
         self._memos: dict[Path, OutOfMemoryMemo] = {}
         self._signals: SignalState | None = None
+
+    #: The record of a worker process from its log (kept as a method for subclasses).
+    _record = staticmethod(worker_record)
+
+    @classmethod
+    def create(cls, options: Mapping[str, Any], report: Reporter) -> Runner:
+        """The local runner: it takes no flags of its own."""
+        return cls(report=report)
 
     def store(self, out_dir: Path) -> Store:
         """The store of run directory ``out_dir`` (opened once)."""
@@ -219,47 +146,81 @@ class Runner:
             self._memos[out_dir] = OutOfMemoryMemo(self.store(out_dir).records())
         return self._memos[out_dir]
 
+    #: How many experiments :meth:`launch` is given at once: one, so that each starts
+    #: after the one before it ended (and its out-of-memory failure can skip the next).
+    batch_size = 1
+
     def run(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
         """Run (or keep earlier results of, or skip) every experiment, in order, until
         the end, an interrupt, or a SIGUSR1 stop request."""
+        self.check(experiments)
         result = SweepResult()
         progress = Progress(len(experiments), self.report, varying_parameters(experiments))
+        outcomes: dict[int, Outcome] = {}
+
+        def settle(index: int, outcome: Outcome) -> None:
+            outcomes[index] = outcome
+            progress.done(outcome)
+
+        def finish(index: int, record: dict[str, Any], seconds: float) -> None:
+            out_dir = Path(record["exp.out_dir"])
+            self.store(out_dir).put(record)
+            self.memo(out_dir).note(record)
+            settle(index, Outcome(record, ran=True, seconds=seconds))
+
+        queue = list(enumerate(experiments))
         with sweep_signals() as self._signals:
             try:
-                for experiment in experiments:
+                while queue and not result.interrupted:
                     if self._signals.stop_requested:
                         result.stopped = True
                         break
-                    outcome, interrupted = self._outcome(experiment)
-                    result.outcomes.append(outcome)
-                    progress.done(outcome)
-                    if interrupted:
-                        result.interrupted = True
-                        break
+                    batch: list[tuple[int, Mapping[str, Any]]] = []
+                    while queue and len(batch) < self.batch_size:
+                        index, experiment = queue.pop(0)
+                        kept = self._kept_or_skipped(experiment)
+                        if kept is None:
+                            batch.append((index, experiment))
+                        else:
+                            settle(index, kept)
+                    if batch:
+                        result.interrupted = self.launch(batch, finish)
             finally:
                 self._signals = None
+        result.outcomes = [outcomes[i] for i in sorted(outcomes)]
         return result
 
-    def _outcome(self, experiment: Mapping[str, Any]) -> tuple[Outcome, bool]:
-        """Keep, skip or run one experiment; True with an interrupted one."""
+    def check(self, experiments: Sequence[Mapping[str, Any]]) -> None:
+        """Refuse, before anything runs, a sweep this launcher cannot run."""
+
+    def _kept_or_skipped(self, experiment: Mapping[str, Any]) -> Outcome | None:
+        """The outcome of an experiment that does not run (an earlier result is kept,
+        following exp.rerun, or a smaller batch ran out of memory), else None."""
         out_dir = Path(experiment["exp.out_dir"])
         store = self.store(out_dir)
         earlier = store.get(str(experiment["exp.id"]))
         if not should_run(experiment, earlier):
             assert earlier is not None
-            return Outcome(record=dict(earlier), ran=False), False
-        memo = self.memo(out_dir)
-        blocker = memo.blocker(experiment)
-        if blocker is not None:
-            record = skipped_record(experiment, blocker)
-            write_combined(Path(experiment["exp.log_file"]), record)
-            store.put(record)
-            return Outcome(record, ran=False, skipped=True), False
-        started = time.monotonic()
-        record, interrupted = self._run_one(experiment, out_dir)
+            return Outcome(record=dict(earlier), ran=False)
+        blocker = self.memo(out_dir).blocker(experiment)
+        if blocker is None:
+            return None
+        record = skipped_record(experiment, blocker)
+        write_combined(Path(experiment["exp.log_file"]), record)
         store.put(record)
-        memo.note(record)
-        return Outcome(record, ran=True, seconds=time.monotonic() - started), interrupted
+        return Outcome(record, ran=False, skipped=True)
+
+    def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]], finish: Finish) -> bool:
+        """Start the experiments of ``batch`` (index in the plan, experiment), wait for
+        them, and hand each one's record to ``finish`` as it ends; True when the sweep
+        was interrupted. Here: the one experiment, as local worker processes."""
+        for index, experiment in batch:
+            started = time.monotonic()
+            record, interrupted = self._run_one(experiment, Path(experiment["exp.out_dir"]))
+            finish(index, record, time.monotonic() - started)
+            if interrupted:
+                return True
+        return False
 
     def _run_one(self, experiment: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, Any], bool]:
         repeat = int(experiment.get("exp.repeat", 1) or 1)
@@ -361,77 +322,3 @@ class Runner:
         record = partition.copies_outcome(experiment, records, failed, notes, limits.mechanism)
         write_combined(Path(experiment["exp.log_file"]), record)
         return record, interrupted
-
-    @staticmethod
-    def _record(
-        experiment: Mapping[str, Any],
-        log_path: Path,
-        returncode: int,
-        timed_out: bool,
-        interrupted: bool,
-    ) -> dict[str, Any]:
-        parsed, warnings = parse_log(log_path)
-        record = {**experiment, **parsed}
-        status, message = str(parsed.get("exp.status", "")), str(parsed.get("exp.status_msg", ""))
-        kind = parsed.get(FAILURE_KIND_KEY)
-        if timed_out:
-            where = where_text(parsed.get(PROGRESS_KEY))
-            status = "timeout"
-            message = f"timed out after {experiment['exp.timeout']:g} s" + (
-                f" {where}" if where else "")
-            kind = "timeout"
-        elif interrupted:
-            status, message = "interrupted", "interrupted by the user (Ctrl-C or SIGTERM)"
-            kind = "interrupted"
-        elif returncode != 0 and (rank_failure := _rank_failure(log_path, parsed)):
-            status, message = "failure", rank_failure
-        elif returncode != 0 and status != "failure":
-            status = "failure"
-            message = _crash_message(returncode, log_path, parsed.get(PROGRESS_KEY))
-            kind = "signal" if returncode < 0 else "exit"
-        elif returncode == 0 and status != "ok":
-            status, message = "failure", "worker exited without writing results"
-        if warnings and status == "ok":
-            status, message = "failure", f"log is damaged: {warnings[0]}"
-        if (status, message) != (parsed.get("exp.status"), parsed.get("exp.status_msg")):
-            with LogWriter(log_path) as log:
-                if kind is not None and kind != parsed.get(FAILURE_KIND_KEY):
-                    log.write(FAILURE_KIND_KEY, kind)
-                log.write("exp.status", status)
-                log.write("exp.status_msg", message)
-        if kind is not None:
-            record[FAILURE_KIND_KEY] = kind
-        record["exp.status"], record["exp.status_msg"] = status, message
-        return record
-
-
-def combine_processes(
-    experiment: Mapping[str, Any], processes: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """One record from the records of the processes that measured ``experiment``:
-    the first process's environment, the combined results and verdict. Monitor series
-    stay in the per-process logs (``results.repeat_log_files``)."""
-    first = processes[0]
-    record = {k: v for k, v in first.items() if not k.startswith("results.")}
-    record.update(experiment)
-    record.update(combine_repeats(processes))
-    record.update(repeat_verdict(experiment, processes, record.get("results.repeat_cv")))
-    record["results.repeat_log_files"] = [str(p["exp.log_file"]) for p in processes]
-    record["results.end_time"] = processes[-1].get("results.end_time")
-    record["exp.status"], record["exp.status_msg"] = "ok", ""
-    return record
-
-
-def write_combined(log_path: Path, record: Mapping[str, Any]) -> None:
-    """Write ``record`` as the experiment's log, so that parsing the log gives the
-    record the store holds."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_path.unlink(missing_ok=True)  # a rerun starts a fresh log
-    with LogWriter(log_path) as log:
-        files = record.get("results.repeat_log_files") or record.get("results.copy_log_files")
-        if files:
-            log.write_text(f"dlbench: combined from {len(files)} processes: {', '.join(files)}")
-        log.write_many({k: v for k, v in record.items() if k not in ("exp.status",
-                                                                      "exp.status_msg")})
-        log.write("exp.status", record.get("exp.status", ""))
-        log.write("exp.status_msg", record.get("exp.status_msg", ""))

@@ -23,30 +23,15 @@ from __future__ import annotations
 
 import contextlib
 import io
-import math
-import re
-import shutil
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.config.registry import varying_parameters
 from dlbench.errors import ConfigError
 from dlbench.launch.partition import copy_count
-from dlbench.launch.runner import (
-    Outcome,
-    Progress,
-    Reporter,
-    Runner,
-    SweepResult,
-    combine_processes,
-    should_run,
-    sigterm_as_interrupt,
-    write_combined,
-)
+from dlbench.launch.records import combine_processes, write_combined
+from dlbench.launch.runner import Finish, Reporter, Runner
 from dlbench.launch.slurm_node import (
     AUTO_RENDEZVOUS,
     NodeResult,
@@ -56,229 +41,33 @@ from dlbench.launch.slurm_node import (
     repeat_count,
     run_node_task,
 )
+from dlbench.launch.slurm_options import (
+    SlurmOptions,
+    check_slurm,
+    default_time_minutes,
+    executor_parameters,
+    require_submitit,
+    slurm_options,
+)
+from dlbench.launch.slurm_queue import (
+    ENDED_STATES,
+    LOST_STATES,
+    ORDINARY_PENDING,
+    SlurmJob,
+    last_line,
+    log_files,
+    queue_states,
+    run_quiet,
+)
 from dlbench.results.logfile import LogWriter
 from dlbench.results.parser import parse_log
 
-INSTALL_HINT = "pip install dlbench[slurm]"
-#: Name of every job dlbench submits (``squeue --name dlbench``, ``scancel --name dlbench``).
-JOB_NAME = "dlbench"
-#: Without --slurm-time, a job may run its experiments' exp.timeout plus this, for start-up.
-START_MARGIN_S = 300
 #: Seconds a result file may lag behind Slurm's word that a job ended (a shared file
 #: system's attribute cache), before the job counts as lost.
 RESULT_GRACE_S = 15.0
 #: Seconds to wait for Slurm's final state of a job whose worker it stopped, and for
 #: cancelled jobs to stop after Ctrl-C.
 STATE_WAIT_S = 10.0
-
-#: States in which a job will not return a result: Slurm ended it.
-LOST_STATES = frozenset({"CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-                         "DEADLINE", "OUT_OF_MEMORY", "REVOKED"})
-#: States of a job that ended (with a result, unless lost).
-ENDED_STATES = LOST_STATES | {"COMPLETED", "FAILED"}
-#: Why a job may be pending that needs no word: it waits its turn.
-ORDINARY_PENDING = frozenset({"None", "Priority", "Resources", "JobArrayTaskLimit", "BeginTime",
-                              "Dependency", "Reservation", "Prolog", "Licenses"})
-#: sbatch options that dlbench sets itself or has a flag for: not for --slurm-option.
-_OWN_OPTIONS = frozenset({"array", "output", "error", "open-mode", "job-name", "signal", "wrap",
-                          "partition", "gres", "time", "account", "nodes", "ntasks",
-                          "ntasks-per-node", "parsable"})
-_NAME_RE = re.compile(r"^[\w.-]+$")
-_GRES_RE = re.compile(r"^[A-Za-z][\w.-]*(?::[\w.-]+)*$")
-_OPTION_RE = re.compile(r"^(?P<name>[a-z][a-z0-9-]*)(?:=(?P<value>.+))?$")
-_TIME_RE = re.compile(r"^(?:(?P<days>\d+)-)?(?P<hours>\d+):(?P<minutes>\d\d):(?P<seconds>\d\d)$")
-
-
-# --- Options (the --slurm-* flags) --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SlurmOptions:
-    """Where and how the jobs run: the ``--slurm-*`` flags, checked."""
-
-    partition: str | None = None
-    gres: str | None = None
-    time_minutes: int | None = None  # None: from the experiments' exp.timeout
-    array_parallelism: int | None = None  # None: as many tasks at once as Slurm allows
-    account: str | None = None
-    sbatch: dict[str, str | bool] = field(default_factory=dict)  # --slurm-option
-
-
-def parse_time_limit(text: str) -> int:
-    """Minutes of a ``--slurm-time`` value: ``MINUTES``, ``HH:MM:SS`` or ``D-HH:MM:SS``
-    (rounded up to whole minutes, as Slurm counts them).
-
-    >>> parse_time_limit("90"), parse_time_limit("1:30:00"), parse_time_limit("1-00:00:30")
-    (90, 90, 1441)
-    """
-    text = text.strip()
-    match = _TIME_RE.match(text)
-    if text.isdigit():
-        minutes = int(text)
-    elif match and int(match["minutes"]) < 60 and int(match["seconds"]) < 60:
-        hours = int(match["days"] or 0) * 24 + int(match["hours"])
-        minutes = math.ceil((hours * 3600 + int(match["minutes"]) * 60 + int(match["seconds"]))
-                            / 60)
-    else:
-        raise ConfigError(f"--slurm-time {text!r}: expected MINUTES, HH:MM:SS or D-HH:MM:SS, "
-                          "e.g. 90 or 1:30:00")
-    if minutes < 1:
-        raise ConfigError(f"--slurm-time {text!r}: the time limit must be at least 1 minute")
-    return minutes
-
-
-def slurm_options(
-    partition: str | None = None,
-    gres: str | None = None,
-    time_limit: str | None = None,
-    array_parallelism: str | None = None,
-    account: str | None = None,
-    sbatch_options: Sequence[str] = (),
-) -> SlurmOptions:
-    """Check the ``--slurm-*`` flags' values (as typed) into :class:`SlurmOptions`;
-    a bad one raises :class:`~dlbench.errors.ConfigError` naming the flag."""
-    if partition is not None and not all(_NAME_RE.match(p) for p in partition.split(",")):
-        raise ConfigError(f"--slurm-partition {partition!r}: expected a partition name or a "
-                          "comma-separated list of them (see `sinfo --summarize`)")
-    if account is not None and not _NAME_RE.match(account):
-        raise ConfigError(f"--slurm-account {account!r}: expected an account name "
-                          "(see `sacctmgr show associations user=$USER`)")
-    if gres is not None and not all(_GRES_RE.match(g) for g in gres.split(",")):
-        raise ConfigError(f"--slurm-gres {gres!r}: expected NAME[:TYPE][:COUNT], several "
-                          "separated by commas, e.g. gpu:1 or gpu:a100:2")
-    parallelism = None
-    if array_parallelism is not None:
-        if not array_parallelism.strip().isdigit() or int(array_parallelism) < 1:
-            raise ConfigError(f"--slurm-array-parallelism {array_parallelism!r}: expected a "
-                              "whole number of array tasks that may run at once, 1 or more")
-        parallelism = int(array_parallelism)
-    sbatch: dict[str, str | bool] = {}
-    for option in sbatch_options:
-        match = _OPTION_RE.match(option)
-        if match is None:
-            raise ConfigError(f"--slurm-option {option!r}: expected an sbatch long option "
-                              "without its dashes, NAME or NAME=VALUE, e.g. cpus-per-task=8")
-        if match["name"] in _OWN_OPTIONS:
-            raise ConfigError(f"--slurm-option {option!r}: dlbench sets --{match['name']} "
-                              "itself or has a --slurm-* flag for it")
-        sbatch[match["name"]] = match["value"] if match["value"] is not None else True
-    minutes = None if time_limit is None else parse_time_limit(time_limit)
-    return SlurmOptions(partition, gres, minutes, parallelism, account, sbatch)
-
-
-def require_submitit() -> Any:
-    """The submitit module, or a one-line error saying how to install it."""
-    try:
-        import submitit
-    except ImportError as exc:
-        raise ConfigError(f"--launcher slurm needs submitit: `{INSTALL_HINT}` ({exc})") from None
-    return submitit
-
-
-def check_slurm(options: SlurmOptions) -> None:
-    """Raise :class:`~dlbench.errors.ConfigError` unless a Slurm controller answers here
-    and has the partitions of ``--slurm-partition``."""
-    missing = [cmd for cmd in ("sbatch", "squeue", "scancel", "sinfo", "srun")
-               if shutil.which(cmd) is None]
-    if missing:
-        raise ConfigError(f"--launcher slurm: Slurm's commands ({', '.join(missing)}) are not "
-                          "on PATH; run dlbench on a machine that submits to the cluster")
-    try:
-        proc = subprocess.run(["sinfo", "--noheader", "--format=%R"], capture_output=True,
-                              text=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        raise ConfigError("--launcher slurm: no Slurm controller answers (sinfo got no "
-                          "answer in 60 s)") from None
-    if proc.returncode != 0:
-        said = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-        raise ConfigError(f"--launcher slurm: no Slurm controller answers (sinfo: {said})")
-    partitions = sorted({line.strip() for line in proc.stdout.splitlines() if line.strip()})
-    for name in (options.partition or "").split(","):
-        if name and name not in partitions:
-            raise ConfigError(f"--slurm-partition {name}: this cluster has no such partition; "
-                              f"it has: {', '.join(partitions) or 'none'}")
-
-
-def default_time_minutes(experiments: Sequence[Mapping[str, Any]]) -> int | None:
-    """The time limit of a job that runs ``experiments``' workers one at a time: the
-    longest exp.timeout times exp.repeat, plus START_MARGIN_S; None (the partition's
-    default) when one experiment has no timeout."""
-    needs = [float(e["exp.timeout"]) * repeat_count(e) for e in experiments]
-    if not needs or min(needs) <= 0:
-        return None
-    return math.ceil((max(needs) + START_MARGIN_S) / 60)
-
-
-def executor_parameters(
-    options: SlurmOptions, nodes: int, time_minutes: int | None
-) -> dict[str, Any]:
-    """submitit's ``SlurmExecutor`` parameters of a job (or array) of ``nodes`` nodes."""
-    params: dict[str, Any] = {
-        "job_name": JOB_NAME,
-        "nodes": nodes,
-        "ntasks_per_node": 1,
-        "time": time_minutes,  # None: no --time line, the partition's default
-        # submitit's warning signal (SIGUSR2) before the time limit; Slurm may send it up to
-        # a minute early, so a short job gets a short warning.
-        "signal_delay_s": 90 if time_minutes is None else min(90, max(10, time_minutes * 6)),
-        # Since Slurm 22.05, srun inside a batch job no longer inherits --cpus-per-task.
-        "setup": ['[ -n "${SLURM_CPUS_PER_TASK:-}" ] && '
-                  'export SRUN_CPUS_PER_TASK="$SLURM_CPUS_PER_TASK"'],
-    }
-    for key, value in (("partition", options.partition), ("gres", options.gres),
-                       ("account", options.account),
-                       ("array_parallelism", options.array_parallelism)):
-        if value is not None:
-            params[key] = value
-    if options.sbatch:
-        params["additional_parameters"] = dict(options.sbatch)
-    return params
-
-
-# --- The parent side: submit, wait, record ----------------------------------------------
-
-
-def _run_slurm(command: list[str]) -> subprocess.CompletedProcess[str] | None:
-    """A Slurm command's outcome, or None when it could not run or got no answer."""
-    try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
-def _run_quiet(command: list[str]) -> str | None:
-    """stdout of a Slurm command, or None when it fails or cannot run."""
-    proc = _run_slurm(command)
-    return proc.stdout if proc is not None and proc.returncode == 0 else None
-
-
-def queue_states(job_ids: Sequence[str]) -> dict[str, tuple[str, str]] | None:
-    """Slurm's state (``RUNNING``, ``CANCELLED``...) and reason (why it is pending) of
-    each job (``123``, or array task ``123_4``) that Slurm still knows: from squeue
-    while the controller remembers the job, else from sacct where the cluster keeps
-    accounting. None when squeue does not answer (a busy controller: ask again later)."""
-    if not job_ids:
-        return {}
-    masters = sorted({job_id.split("_")[0] for job_id in job_ids})
-    proc = _run_slurm(["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T|%r",
-                       f"--jobs={','.join(masters)}"])
-    # squeue refuses a list of jobs that all left the controller's memory: not an error here.
-    if proc is None or (proc.returncode != 0 and "Invalid job id" not in proc.stderr):
-        return None
-    states: dict[str, tuple[str, str]] = {}
-    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
-        job_id, state, reason = [*line.strip().split("|"), "", ""][:3]
-        if state:
-            states[job_id] = (state, reason)
-    missing = [job_id for job_id in job_ids if job_id not in states]
-    if missing:
-        accounted = _run_quiet(["sacct", "--noheader", "--parsable2", "--format=JobID,State",
-                                f"--jobs={','.join(missing)}"]) or ""
-        for line in accounted.splitlines():
-            job_id, _, state = line.strip().partition("|")
-            if job_id in missing and state:
-                states[job_id] = (state.split()[0], "")  # "CANCELLED by 1000"
-    return states
 
 
 def _mark(record: dict[str, Any], log_path: Path, status: str, message: str) -> dict[str, Any]:
@@ -288,82 +77,6 @@ def _mark(record: dict[str, Any], log_path: Path, status: str, message: str) -> 
         log.write("exp.status", status)
         log.write("exp.status_msg", message)
     return {**record, "exp.status": status, "exp.status_msg": message}
-
-
-def _log_files(experiment: Mapping[str, Any]) -> list[Path]:
-    """Every log the experiment's tasks write: per process (exp.repeat) and per node."""
-    repeat, nodes = repeat_count(experiment), int(experiment["exp.num_nodes"])
-    files = [Path(experiment["exp.log_file"])]
-    for number in range(1, repeat + 1):
-        own, _ = process_experiment(experiment, number, repeat)
-        files += [Path(node_log_file(own, node)) for node in range(nodes)]
-    return sorted(set(files))
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
-def _traceback_line(error: str) -> str:
-    """The exception line of the traceback that submitit's FailedJobError quotes between
-    two rules of dashes."""
-    parts = re.split(r"\n-{10,}\n", error)
-    return _last_line(parts[1] if len(parts) > 2 else error)
-
-
-@dataclass
-class _Job:
-    """One experiment's submitted job (an array task, or a multi-node job)."""
-
-    index: int  # in the plan
-    experiment: dict[str, Any]
-    job: Any  # submitit.Job
-    time_minutes: int | None
-    submitted: float = field(default_factory=time.monotonic)
-    results: list[NodeResult | str] | None = None  # per node; str: the task raised this
-    results_seen: float = 0.0
-    ended_seen: float | None = None  # when Slurm first said it ended without a result
-
-    @property
-    def job_id(self) -> str:
-        return str(self.job.job_id)
-
-    def collect(self) -> bool:
-        """Read the tasks' results once every one has written its result file."""
-        if self.results is not None:
-            return True
-        tasks = [self.job.task(k) for k in range(self.job.num_tasks)]
-        if not all(t.paths.result_pickle.exists() for t in tasks):
-            return False
-        results: list[NodeResult | str] = []
-        for task in tasks:
-            try:
-                results.append(task.result())
-            except Exception as error:  # the task raised: the error quotes its traceback
-                results.append(_traceback_line(str(error)))
-        self.results = sorted(results, key=lambda r: r.node_rank if isinstance(r, NodeResult)
-                              else -1)
-        self.results_seen = time.monotonic()
-        return True
-
-    @property
-    def stopped(self) -> str:
-        """The signal by which Slurm stopped this job's work, if it did."""
-        signals = [r.stopped_by for r in self.results or [] if isinstance(r, NodeResult)]
-        return next((s for s in signals if s), "")
-
-    def started(self) -> bool:
-        """Whether a task began (it creates the log it appends to)."""
-        return any(path.exists() for path in _log_files(self.experiment))
-
-    def task_stderr(self) -> str:
-        """The last line that the job's first task wrote to its submitit stderr file."""
-        try:
-            return _last_line(self.job.task(0).paths.stderr.read_text(errors="replace")[-4000:])
-        except OSError:
-            return ""
-
 
 class SlurmRunner(Runner):
     """Runs experiments as Slurm jobs, into their run directories' stores."""
@@ -378,8 +91,24 @@ class SlurmRunner(Runner):
         self.submitit = require_submitit()
         self._pending_told: set[tuple[str, str]] = set()
 
-    def run(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
-        """Run (or keep earlier results of) every experiment; outcomes in plan order."""
+    @classmethod
+    def create(cls, options: Mapping[str, Any], report: Reporter) -> SlurmRunner:
+        """The Slurm launcher of the ``--slurm-*`` flags' values, checked."""
+        return cls(slurm_options(options.get("slurm_partition"), options.get("slurm_gres"),
+                                 options.get("slurm_time"),
+                                 options.get("slurm_array_parallelism"),
+                                 options.get("slurm_account"), options.get("slurm_option") or ()),
+                   report=report)
+
+    def defaults(self) -> dict[str, Any]:
+        """The nodes of a Slurm job meet on its first node, known once the job starts."""
+        return {"exp.rendezvous": AUTO_RENDEZVOUS}
+
+    #: Every experiment to run goes to Slurm at once: the jobs queue there.
+    batch_size = 1 << 62
+
+    def check(self, experiments: Sequence[Mapping[str, Any]]) -> None:
+        """One copy per job, and a Slurm controller that answers, with the partitions."""
         for experiment in experiments:
             if copy_count(experiment) > 1:
                 raise ConfigError(f"exp.parallel_jobs={experiment['exp.parallel_jobs']}: "
@@ -387,30 +116,21 @@ class SlurmRunner(Runner):
                                   "use exp.parallel_jobs=1, or --launcher local inside an "
                                   "allocation (salloc)")
         check_slurm(self.options)
-        progress = Progress(len(experiments), self.report, varying_parameters(experiments))
-        outcomes: dict[int, Outcome] = {}
-        to_run: list[int] = []
-        for index, experiment in enumerate(experiments):
-            earlier = self.store(Path(experiment["exp.out_dir"])).get(str(experiment["exp.id"]))
-            if should_run(experiment, earlier):
-                to_run.append(index)
-            else:
-                assert earlier is not None
-                outcomes[index] = Outcome(record=dict(earlier), ran=False)
-                progress.done(outcomes[index])
-        jobs: dict[int, _Job] = {}
-        interrupted = False
-        with sigterm_as_interrupt():
-            try:
-                self._submit([(i, _without_auto_rendezvous(experiments[i])) for i in to_run],
-                             jobs)
-                self._wait(jobs, outcomes, progress)
-            except KeyboardInterrupt:
-                interrupted = True
-                self._interrupt(jobs, outcomes, progress)
-        return SweepResult([outcomes[i] for i in sorted(outcomes)], interrupted)
 
-    def _submit(self, planned: list[tuple[int, dict[str, Any]]], jobs: dict[int, _Job]) -> None:
+    def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]], finish: Finish) -> bool:
+        """Submit the experiments of ``batch`` as Slurm jobs, poll until every one has
+        ended and hand each record to ``finish``; after Ctrl-C (or SIGTERM) cancel them
+        and return True."""
+        jobs: dict[int, SlurmJob] = {}
+        try:
+            self._submit([(i, _without_auto_rendezvous(e)) for i, e in batch], jobs)
+            self._wait(jobs, finish)
+        except KeyboardInterrupt:
+            self._interrupt(jobs, finish)
+            return True
+        return False
+
+    def _submit(self, planned: list[tuple[int, dict[str, Any]]], jobs: dict[int, SlurmJob]) -> None:
         """One job array per run directory for one-node experiments, one job per
         multi-node experiment; ``jobs`` fills as they are submitted."""
         groups: dict[tuple[str, int], list[tuple[int, dict[str, Any]]]] = {}
@@ -418,7 +138,7 @@ class SlurmRunner(Runner):
             nodes = int(experiment["exp.num_nodes"])
             key = (str(experiment["exp.out_dir"]), nodes if nodes == 1 else -index)
             groups.setdefault(key, []).append((index, experiment))
-            for path in _log_files(experiment):  # a rerun starts fresh logs
+            for path in log_files(experiment):  # a rerun starts fresh logs
                 path.unlink(missing_ok=True)
         for (out_dir, _), members in groups.items():
             nodes = int(members[0][1]["exp.num_nodes"])
@@ -432,24 +152,23 @@ class SlurmRunner(Runner):
             except self.submitit.core.utils.FailedJobError as error:
                 self._cancel(list(jobs.values()))
                 raise ConfigError(f"--launcher slurm: sbatch refused the job: "
-                                  f"{_last_line(str(error))}") from None
+                                  f"{last_line(str(error))}") from None
             for (index, experiment), job in zip(members, submitted, strict=True):
-                jobs[index] = _Job(index, experiment, job, minutes)
+                jobs[index] = SlurmJob(index, experiment, job, minutes)
             first = str(submitted[0].job_id)
             what = (f"job array {first.split('_')[0]}" if len(submitted) > 1
                     else f"{nodes}-node job {first}" if nodes > 1 else f"job {first}")
             self.report(f"submitted {len(members)} experiment(s) as Slurm {what} "
                         f"(files: {Path(out_dir) / 'slurm'})")
 
-    def _wait(self, jobs: dict[int, _Job], outcomes: dict[int, Outcome],
-              progress: Progress) -> None:
+    def _wait(self, jobs: dict[int, SlurmJob], finish: Finish) -> None:
         """Poll until every job has ended; record each as it does."""
         start = time.monotonic()
         next_check = start
         while jobs:
             for entry in list(jobs.values()):
                 if entry.collect() and not entry.stopped:
-                    self._finish(jobs, entry, self._record_results(entry), outcomes, progress)
+                    self._finish(jobs, entry, self._record_results(entry), finish)
             now = time.monotonic()
             stopped = any(e.results is not None for e in jobs.values())
             if jobs and now >= next_check:
@@ -461,13 +180,13 @@ class SlurmRunner(Runner):
                     self._tell_pending(entry, state, reason)
                     record = self._settle(entry, state, now)
                     if record is not None:
-                        self._finish(jobs, entry, record, outcomes, progress)
+                        self._finish(jobs, entry, record, finish)
                 # Ask the controller rarely: every 2 s at first, at most every 30 s.
                 next_check = now + (1.0 if stopped else min(30.0, max(2.0, (now - start) / 4)))
             if jobs:
                 time.sleep(self.poll_s)
 
-    def _tell_pending(self, entry: _Job, state: str, reason: str) -> None:
+    def _tell_pending(self, entry: SlurmJob, state: str, reason: str) -> None:
         """Say once why a job waits, unless it merely waits its turn: a reason such as
         PartitionNodeLimit or QOSMaxWallDurationPerJobLimit may keep it pending forever."""
         if state != "PENDING" or reason in ORDINARY_PENDING:
@@ -478,7 +197,7 @@ class SlurmRunner(Runner):
             self.report(f"Slurm job {said[0]} is pending: {reason} (see `scontrol show job "
                         f"{said[0]}`; Ctrl-C cancels it)")
 
-    def _settle(self, entry: _Job, state: str, now: float) -> dict[str, Any] | None:
+    def _settle(self, entry: SlurmJob, state: str, now: float) -> dict[str, Any] | None:
         """The record of a job that Slurm says ended, or stopped, else None (not yet)."""
         if entry.results is not None:  # Slurm stopped a worker: say how, once it knows
             if state in ENDED_STATES or now - entry.results_seen > STATE_WAIT_S:
@@ -498,16 +217,15 @@ class SlurmRunner(Runner):
             entry.ended_seen = None
         return None
 
-    def _finish(self, jobs: dict[int, _Job], entry: _Job, record: dict[str, Any],
-                outcomes: dict[int, Outcome], progress: Progress) -> None:
+    @staticmethod
+    def _finish(jobs: dict[int, SlurmJob], entry: SlurmJob, record: dict[str, Any],
+                finish: Finish) -> None:
         jobs.pop(entry.index, None)
-        self.store(Path(record["exp.out_dir"])).put(record)
         seconds = sum(p.seconds for r in (entry.results or [])[:1] if isinstance(r, NodeResult)
                       for p in r.processes) or time.monotonic() - entry.submitted
-        outcomes[entry.index] = Outcome(record, ran=True, seconds=seconds)
-        progress.done(outcomes[entry.index])
+        finish(entry.index, record, seconds)
 
-    def _stop_message(self, entry: _Job, signal_name: str, state: str) -> str:
+    def _stop_message(self, entry: SlurmJob, signal_name: str, state: str) -> str:
         if signal_name == "SIGUSR2":
             limit = f" (--slurm-time {entry.time_minutes} min)" if entry.time_minutes else ""
             return (f"Slurm job {entry.job_id} reached its time limit{limit}: the worker was "
@@ -515,7 +233,7 @@ class SlurmRunner(Runner):
         ended = f"ended {state}" if state in ENDED_STATES else "was stopped by Slurm"
         return f"Slurm job {entry.job_id} {ended}: the worker got {signal_name}"
 
-    def _record_results(self, entry: _Job, state: str = "") -> dict[str, Any]:
+    def _record_results(self, entry: SlurmJob, state: str = "") -> dict[str, Any]:
         """The record of a job whose tasks returned, as the local runner makes it."""
         experiment = entry.experiment
         assert entry.results is not None
@@ -557,22 +275,21 @@ class SlurmRunner(Runner):
         write_combined(log_path, combined)
         return combined
 
-    def _lost(self, entry: _Job, message: str, status: str = "failure") -> dict[str, Any]:
+    def _lost(self, entry: SlurmJob, message: str, status: str = "failure") -> dict[str, Any]:
         """The record of an experiment whose job ended without its workers' verdict:
         what its log holds, with ``status`` and ``message``."""
         log_path = Path(entry.experiment["exp.log_file"])
         parsed = parse_log(log_path)[0] if log_path.is_file() else {}
         return _mark({**entry.experiment, **parsed}, log_path, status, message)
 
-    def _cancel(self, entries: list[_Job]) -> list[str]:
+    def _cancel(self, entries: list[SlurmJob]) -> list[str]:
         """scancel the jobs of ``entries``: one call, naming each array once."""
         ids = sorted({entry.job_id.split("_")[0] for entry in entries})
         if ids:
-            _run_quiet(["scancel", *ids])
+            run_quiet(["scancel", *ids])
         return ids
 
-    def _interrupt(self, jobs: dict[int, _Job], outcomes: dict[int, Outcome],
-                   progress: Progress) -> None:
+    def _interrupt(self, jobs: dict[int, SlurmJob], finish: Finish) -> None:
         """After Ctrl-C: cancel the jobs, let their tasks stop their workers, then record
         those that had started as interrupted (the others are simply not run)."""
         ids = self._cancel(list(jobs.values()))
@@ -590,11 +307,11 @@ class SlurmRunner(Runner):
             pass
         for entry in list(jobs.values()):
             if entry.collect() and not entry.stopped:  # it ended before the cancel
-                self._finish(jobs, entry, self._record_results(entry), outcomes, progress)
+                self._finish(jobs, entry, self._record_results(entry), finish)
             elif entry.started():
                 record = self._lost(entry, "interrupted by the user (Ctrl-C or SIGTERM); "
                                            f"Slurm job {entry.job_id} cancelled", "interrupted")
-                self._finish(jobs, entry, record, outcomes, progress)
+                self._finish(jobs, entry, record, finish)
 
 
 def _without_auto_rendezvous(experiment: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@
 governor), memory, OS and kernel, Python, dlbench's version and git commit, the
 environment variables that change performance, and NVIDIA GPUs through NVML
 (model, driver, memory, clocks, topology). It imports no framework; a backend adds
-its own build (``Backend.environment``), and :func:`framework_info` reads PyTorch's
+its own build (``Backend.environment``), and :func:`pytorch_info` reads PyTorch's
 for ``dlbench sysinfo``. Anything a machine does not expose is left out, never an
 error.
 
@@ -265,7 +265,7 @@ def _onednn_version(config: str) -> str | None:
     return found.group(1) if found else None
 
 
-def framework_info() -> dict[str, Any]:
+def pytorch_info() -> dict[str, Any]:
     """PyTorch's version and build (CUDA, cuDNN, MKL, oneDNN, NCCL, OpenMP, threads),
     or empty when PyTorch is not installed. Imports torch: ``dlbench sysinfo`` and
     ``dlbench peak`` only, never a worker of another framework."""

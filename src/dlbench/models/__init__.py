@@ -16,8 +16,9 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MIN_IMAGE_SIZE", "ImageTooSmall", "build_pytorch_model", "check_input_shape",
-    "model_builder",
+    "load_builders", "model_builder",
 ]
 
 _Builder = TypeVar("_Builder")
@@ -60,6 +61,19 @@ def check_input_shape(model_id: str, input_shape: tuple[int, ...]) -> None:
     size = min(input_shape[-2:])
     if size < minimum:
         raise ImageTooSmall(model_id, size, minimum)
+
+
+def load_builders(paths: Mapping[str, str]) -> dict[str, Any]:
+    """A framework's builder table, ``{model id: builder}``, from its declaration's
+    ``{model id: "module:function"}`` (:attr:`FrameworkInfo.builders
+    <dlbench.config.frameworks.base.FrameworkInfo.builders>`): the one list of the
+    models a framework defines, readable by the planner without importing the
+    framework, resolved here in the worker."""
+    table = {}
+    for model_id, path in paths.items():
+        module, _, function = path.partition(":")
+        table[model_id] = getattr(importlib.import_module(module), function)
+    return table
 
 
 def model_builder(

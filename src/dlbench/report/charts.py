@@ -24,6 +24,7 @@ from typing import Any
 from dlbench.config.registry import is_user_param, varying_parameters
 from dlbench.errors import DlbenchError, ResultsError
 from dlbench.results.query import match
+from dlbench.results.values import is_number as _is_number
 
 AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
     "avg": statistics.fmean,
@@ -53,11 +54,6 @@ class Series:
     x: list[Any]
     y: list[float]
     err: list[float] | None
-
-
-def _is_number(value: Any) -> bool:
-    # bool is an int subclass, but True is not an x value of 1.
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _key(value: Any) -> str:

@@ -29,17 +29,19 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any
 
 from dlbench.config.registry import REGISTRY
 from dlbench.errors import DlbenchError, ResultsError
-from dlbench.results.table import format_table
+from dlbench.formats import REPORT_FORMATS
+from dlbench.report.aggregate import ENVIRONMENT_KEYS
+from dlbench.report.render import aligned_lines, csv_lines
+from dlbench.results.values import is_number as _is_number
+from dlbench.textsafe import safe_text
 
 #: Significance level of the test behind a verdict.
 ALPHA = 0.05
-#: Environment keys that should match for a comparison to mean what it seems to.
-ENVIRONMENT_KEYS = ("sys.hostname", "hw.cpu_model", "hw.device_name", "sys.framework_version")
-FORMATS = ("text", "markdown", "csv", "json")
+FORMATS = REPORT_FORMATS
 VERDICTS = ("faster", "slower", "unchanged")
 _KEY_PARAMS = [p.name for p in REGISTRY if p.identity and not p.derived]
 _THRESHOLD_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
@@ -118,11 +120,6 @@ def parse_threshold(text: str) -> float:
 def higher_is_better(metric: str) -> bool:
     """True for throughputs; times, latencies, memory and anything else: lower is better."""
     return "throughput" in metric
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    # bool is an int subclass, but true is not a measurement.
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _key(value: Any) -> str:
@@ -374,22 +371,34 @@ def format_comparison(c: Comparison, fmt: str = "text") -> list[str]:
     if fmt == "json":
         return json.dumps(_as_json(c), indent=2).splitlines()
     headers = [*c.columns, "A", "B", "ratio", "change %", "p-value", "verdict"]
-    keys = [f"c{i}" for i in range(len(headers))]
     if fmt == "csv":
-        raw = [[*(row.config[n] for n in c.columns), row.a, row.b, row.ratio,
+        raw = [[*(_csv_text(row.config[n]) for n in c.columns), row.a, row.b, row.ratio,
                 row.change_pct, row.p_value, row.verdict] for row in c.rows]
-        return format_table([dict(zip(keys, r, strict=True)) for r in raw], keys,
-                            headers=[*c.columns, "A", "B", "ratio", "change_pct", "p_value",
-                                     "verdict"], fmt="csv", floatfmt="{!r}")
+        return csv_lines([[*c.columns, "A", "B", "ratio", "change_pct", "p_value", "verdict"],
+                          *raw])
     cells = [[*(_text(row.config[n]) for n in c.columns), _number(row.a), _number(row.b),
               f"{row.ratio:.4f}", f"{row.change_pct:+.2f}", _p_text(row.p_value), row.verdict]
              for row in c.rows]
-    # format_table left-aligns strings; numbers read better right-aligned, so pad them.
+    # Labels left-aligned; numbers read better right-aligned, so pad them here.
     for i in range(len(c.columns), len(headers) - 1):
         width = max(len(headers[i]), *(len(line[i]) for line in cells))
         headers[i] = headers[i].rjust(width)
         for line in cells:
             line[i] = line[i].rjust(width)
-    table = format_table([dict(zip(keys, line, strict=True)) for line in cells], keys,
-                         headers=headers, fmt="markdown" if fmt == "markdown" else "text")
+    table = aligned_lines([_one_line(h) for h in headers],
+                          [[_one_line(cell) for cell in line] for line in cells],
+                          [False] * len(headers), markdown=fmt == "markdown")
     return [*_header(c), "", *table, "", *_summary(c)]
+
+
+def _one_line(text: str) -> str:
+    # A newline in a cell would break the table apart; escape sequences are shown
+    # escaped, never sent to the terminal.
+    return safe_text(text.replace("\r", " ").replace("\n", " "))
+
+
+def _csv_text(value: Any) -> Any:
+    """A configuration value for csv: lists and dicts as compact JSON."""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return value

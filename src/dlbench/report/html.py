@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import html
 import json
-import numbers
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -29,6 +28,7 @@ from dlbench.report.aggregate import Measured
 from dlbench.report.model import Report, Table
 from dlbench.report.render import MISSING, format_value, spread
 from dlbench.results.io import write_atomically
+from dlbench.results.values import is_number as _is_number
 
 #: Lists (e.g. ``results.time_data``) longer than this are cut in the experiment details.
 MAX_LIST_ITEMS = 20
@@ -125,11 +125,6 @@ _JS = """
 
 def _esc(value: object) -> str:
     return html.escape(str(value), quote=True)
-
-
-def _is_number(value: Any) -> bool:
-    # bool is an Integral; true must never sort or align as 1.
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _status(record: Mapping[str, Any]) -> str:

@@ -30,10 +30,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from dlbench.formats import REPORT_FORMATS
 from dlbench.report.aggregate import Measured
 from dlbench.report.model import Report, Table
+from dlbench.results.values import is_number as _is_number
 
-RENDER_FORMATS = ("text", "markdown", "csv", "json")
+#: The formats a report renders to as lines (html is a page: ``dlbench.report.html``).
+RENDER_FORMATS = REPORT_FORMATS
 
 #: Printed for a cell without a value (text and markdown).
 MISSING = "-"
@@ -55,10 +58,6 @@ def label_columns(table: Table) -> int:
         else:
             break
     return count
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def format_value(value: Any, floatfmt: str = "{:.2f}") -> str:
@@ -104,12 +103,22 @@ def _right_aligned(table: Table) -> list[bool]:
 
 
 def _aligned(table: Table, markdown: bool) -> list[str]:
-    headers = [str(h) for h in table.columns]
-    cells = _cell_texts(table)
+    return aligned_lines([str(h) for h in table.columns], _cell_texts(table),
+                         _right_aligned(table), markdown)
+
+
+def aligned_lines(
+    headers: Sequence[str], cells: Sequence[Sequence[str]], right: Sequence[bool],
+    markdown: bool,
+) -> list[str]:
+    """A table of cells already formatted as text: aligned columns under a dashed rule,
+    or (``markdown``) a GitHub pipe table whose rule marks the ``right``-aligned
+    columns."""
+    headers = list(headers)
+    cells = [list(line) for line in cells]
     if markdown:
         headers = [h.replace("|", "\\|") for h in headers]
         cells = [[c.replace("|", "\\|") for c in line] for line in cells]
-    right = _right_aligned(table)
     minimum = 3 if markdown else 1  # a markdown rule needs three dashes
     widths = [
         max([minimum, len(headers[i])] + [len(line[i]) for line in cells])
@@ -175,9 +184,7 @@ def render_csv(report: Report) -> list[str]:
     for table in report.tables:
         group_keys.update(dict.fromkeys(table.group))
         label_keys.update(dict.fromkeys(table.columns[: label_columns(table)]))
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["table", *group_keys, *label_keys, "column", "value", "sd", "n"])
+    lines: list[list[Any]] = [["table", *group_keys, *label_keys, "column", "value", "sd", "n"]]
     for table in report.tables:
         count = label_columns(table)
         group = [_csv_number(table.group.get(k)) for k in group_keys]
@@ -188,8 +195,17 @@ def render_csv(report: Report) -> list[str]:
                 if value is None:
                     continue
                 sd, n = (value.sd, value.n) if isinstance(value, Measured) else (None, None)
-                writer.writerow([table.title, *group, *named, column, _csv_number(value),
-                                 _csv_number(sd), _csv_number(n)])
+                lines.append([table.title, *group, *named, column, value, sd, n])
+    return csv_lines(lines)
+
+
+def csv_lines(rows: Sequence[Sequence[Any]]) -> list[str]:
+    """``rows`` (the header first) as CSV lines: floats at full precision, lists and
+    dicts as JSON, missing values empty."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for row in rows:
+        writer.writerow([_csv_number(v) for v in row])
     return out.getvalue().splitlines()
 
 

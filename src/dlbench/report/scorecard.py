@@ -35,8 +35,9 @@ from dlbench.report.aggregate import (
     environment_warning,
     identity_candidates,
 )
-from dlbench.report.baseline import Baseline, Benchmark
+from dlbench.report.baseline import Baseline, Benchmark, load_baseline
 from dlbench.report.model import Report
+from dlbench.report.types import ReportOptions, ReportType
 from dlbench.report.verdicts import QUANTILE, Figures, Verdicts, mila_verdicts, run_statistics
 from dlbench.results.query import filter_records
 
@@ -252,6 +253,17 @@ def scorecard_report(
         warnings=warnings,
         summary=[f"Overall: {verdict}" + (f"; score {score:.4f}" if score is not None else "")],
     )
+
+
+class Scorecard(ReportType):
+    """``dlbench report --type scorecard --baseline FILE``."""
+
+    uses_baseline = True
+
+    def build(self, records: Sequence[dict[str, Any]], options: ReportOptions) -> Report:
+        """The scorecard of ``records`` against the baseline file of ``options``."""
+        assert options.baseline is not None  # the command line insists on one
+        return scorecard_report(records, load_baseline(options.baseline), source=options.baseline)
 
 
 def _verdict(passed: bool) -> str:

@@ -29,6 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dlbench.results.keys import check_key
+
 #: One log line, as DLBS's log parser reads it: leading spaces or tabs, ``__`` name
 #: ``__``, spaces or tabs, ``=``, the value (to the end of the line). The name is
 #: non-greedy, so the first ``__=`` (or ``__ =``) ends it; :func:`format_line`
@@ -105,11 +107,20 @@ class LogWriter:
             self._file.flush()
 
     def write(self, name: str, value: Any) -> None:
-        """Append ``__name__=<json value>`` and flush."""
+        """Append ``__name__=<json value>`` and flush.
+
+        A ``results.*``, ``sys.*`` or ``hw.*`` name must be declared
+        (:func:`dlbench.results.keys.check_key`: an error under
+        ``DLBENCH_STRICT_KEYS=1``, else a warning).
+        """
+        check_key(name)
         self._append(format_line(name, value))
 
     def write_many(self, values: Mapping[str, Any]) -> None:
-        """Append one line per key, in the mapping's order, with a single flush."""
+        """Append one line per key, in the mapping's order, with a single flush; each
+        name is checked as by :meth:`write`, all before the first line is written."""
+        for name in values:
+            check_key(name)
         self._append("".join(format_line(name, value) for name, value in values.items()))
 
     def write_text(self, text: str) -> None:

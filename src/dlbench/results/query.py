@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from dlbench.errors import QueryError, ResultsError
+from dlbench.results.values import is_number as _is_number
 
 _R = TypeVar("_R", bound=Mapping[str, Any])
 
@@ -57,11 +58,6 @@ def _compile(pattern: str) -> re.Pattern[str]:
         return re.compile(pattern)
     except re.error as exc:
         raise QueryError(f"query: invalid regular expression {pattern!r}: {exc}") from exc
-
-
-def _is_number(value: Any) -> bool:
-    # bool is an int subclass; a query must never confuse true with 1.
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _is_scalar(value: Any) -> bool:

@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from dlbench.results.values import is_number as _is_number
 from dlbench.textsafe import safe_text
 
 TABLE_FORMATS = ("text", "markdown", "csv")
@@ -29,10 +30,6 @@ MAX_JSON_WIDTH = 40
 #: ``exp.*`` parameters that differ between any two experiments by nature, so
 #: showing them says nothing about the sweep.
 _NOT_SWEPT = frozenset({"exp.id", "exp.log_file", "exp.status_msg"})
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _format_cell(value: Any, floatfmt: str, truncate: bool) -> str:

@@ -24,25 +24,14 @@ from typing import Any
 
 from flax import linen as nn
 
-from dlbench.models import model_builder
-from dlbench.models.jax.lm import bert_base, gpt2_small
-from dlbench.models.jax.resnet import resnet18, resnet50
-from dlbench.models.jax.simple import deep_mnist, toy
-from dlbench.models.jax.vision import alexnet_owt, vgg16
+from dlbench.config.frameworks.jax import FRAMEWORK
+from dlbench.models import load_builders, model_builder
 
 # builder(input_shape, num_classes, dtype) -> module; input_shape as the catalog has it
 JaxModelBuilder = Callable[[tuple[int, ...], int, Any], nn.Module]
 
-JAX_BUILDERS: dict[str, JaxModelBuilder] = {
-    "toy": toy,
-    "deep_mnist": deep_mnist,
-    "alexnet_owt": alexnet_owt,
-    "vgg16": vgg16,
-    "resnet18": resnet18,
-    "resnet50": resnet50,
-    "bert_base": bert_base,
-    "gpt2_small": gpt2_small,
-}
+#: Model id -> builder, from the declaration (dlbench.config.frameworks.jax).
+JAX_BUILDERS: dict[str, JaxModelBuilder] = load_builders(FRAMEWORK.builders)
 
 
 def jax_sample_shape(input_shape: tuple[int, ...], is_image: bool) -> tuple[int, ...]:

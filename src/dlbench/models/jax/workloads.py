@@ -22,7 +22,6 @@ import numpy as np
 import optax
 from flax import linen as nn
 
-from dlbench.config.catalog import model_input_shape
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.models.jax import build_jax_model, jax_sample_shape
 
@@ -39,7 +38,7 @@ class JaxWorkload:
     ``num_classes``, mean cross-entropy. Subclasses override what differs.
 
     ``input_shape`` is one sample's shape in the catalog's layout at the experiment's
-    sizes (``dlbench.models.pytorch.workloads.sample_shape``); ``sample_shape`` is the
+    sizes (``ModelInfo.sample_shape``); ``sample_shape`` is the
     same sample in the layout the Flax model takes (NHWC images).
     """
 
@@ -127,19 +126,19 @@ class MaskedLMWorkload(CausalLMWorkload):
                 np.where(masked, tokens, IGNORE).astype(np.int32))
 
 
+#: Task (``ModelInfo.task``) → its workload, for the tasks of the JAX zoo's models.
 _WORKLOADS: dict[str, type[JaxWorkload]] = {
-    "gpt2_small": CausalLMWorkload,
-    "bert_base": MaskedLMWorkload,
+    "classification": JaxWorkload,
+    "causal_lm": CausalLMWorkload,
+    "masked_lm": MaskedLMWorkload,
 }
 
 
 def make_jax_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> JaxWorkload:
-    """The workload of ``info`` at an experiment's sizes (``exp.image_size``,
+    """The workload of ``info``'s task at an experiment's sizes (``exp.image_size``,
     ``exp.seq_len``; 0 for the published ones)."""
-    # The PyTorch zoo's rule (dlbench.models.pytorch.workloads.sample_shape), restated
-    # here so that the JAX backend never imports torch.
-    if info.seq_len is not None and seq_len > 0 and info.input_shape == (info.seq_len,):
-        shape: tuple[int, ...] = (seq_len,)
-    else:
-        shape = model_input_shape(info, image_size)
-    return _WORKLOADS.get(info.id, JaxWorkload)(info, shape)
+    try:
+        workload_class = _WORKLOADS[info.task]
+    except KeyError:  # a bug: the planner refuses models JAX does not define
+        raise KeyError(f"no JAX workload for task {info.task!r} of {info.id}") from None
+    return workload_class(info, info.sample_shape(image_size, seq_len))

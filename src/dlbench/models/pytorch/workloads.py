@@ -11,13 +11,12 @@ Example::
     loss = workload.loss(module, inputs, targets)
     workload.throughput_unit(training=True)  # ("tokens/s", 128.0)
 
-A model without an entry here is a classifier (:class:`ClassificationWorkload`), so
-new image models need nothing but their builder.
+The workload is the model's task's (``ModelInfo.task``): a new image model (a
+``classification`` one) needs nothing but its builder.
 """
 
 from __future__ import annotations
 
-from dlbench.config.catalog import model_input_shape
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.models.pytorch.cartpole import CartPoleWorkload
 from dlbench.models.pytorch.detection import DetectionWorkload
@@ -32,37 +31,38 @@ from dlbench.models.pytorch.small_tasks import (
 from dlbench.models.pytorch.translation import TranslationWorkload
 from dlbench.models.pytorch.workload import ClassificationWorkload, LoaderWorkload, Workload
 
-#: Model id → its workload, for every model that is not a classifier.
+#: Task (``ModelInfo.task``) → its workload: every task of
+#: :data:`dlbench.config.modelinfo.TASKS`.
 WORKLOADS: dict[str, type[Workload]] = {
-    "bert_base": MaskedLMWorkload,
-    "gpt2_small": CausalLMWorkload,
-    "wlm": CausalLMWorkload,
-    "translator": TranslationWorkload,
-    "dcgan": GANWorkload,
+    "classification": ClassificationWorkload,
+    "masked_lm": MaskedLMWorkload,
+    "causal_lm": CausalLMWorkload,
+    "translation": TranslationWorkload,
+    "gan": GANWorkload,
     "vae": VAEWorkload,
-    "ncf": RecommendationWorkload,
-    "espcn": SuperResolutionWorkload,
-    "fast_style": StyleTransferWorkload,
-    "ssd_lite": DetectionWorkload,
-    "toy_reg": RegressionWorkload,
-    "toy_lstm": SineWorkload,
-    "cart": CartPoleWorkload,
-    "loader": LoaderWorkload,
+    "recommendation": RecommendationWorkload,
+    "super_resolution": SuperResolutionWorkload,
+    "style_transfer": StyleTransferWorkload,
+    "detection": DetectionWorkload,
+    "regression": RegressionWorkload,
+    "time_series": SineWorkload,
+    "reinforcement_learning": CartPoleWorkload,
+    "input_pipeline": LoaderWorkload,
 }
 
 
 def sample_shape(info: ModelInfo, image_size: int, seq_len: int) -> tuple[int, ...]:
     """One sample's shape with ``exp.image_size`` and ``exp.seq_len`` applied (0 keeps
-    the published size). A model whose input is its sequence declares
-    ``input_shape == (seq_len,)``; others (cart's observations) keep their shape."""
-    if info.seq_len is not None and seq_len > 0 and info.input_shape == (info.seq_len,):
-        return (seq_len,)
-    return model_input_shape(info, image_size)
+    the published size): :meth:`ModelInfo.sample_shape`, the rule of every framework."""
+    return info.sample_shape(image_size, seq_len)
 
 
 def make_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> Workload:
-    """The workload of ``info`` at an experiment's sizes (``exp.image_size``,
+    """The workload of ``info``'s task at an experiment's sizes (``exp.image_size``,
     ``exp.seq_len``; 0 for the published ones)."""
-    workload_class = WORKLOADS.get(info.id, ClassificationWorkload)
+    try:
+        workload_class = WORKLOADS[info.task]
+    except KeyError:  # a bug: every task has a PyTorch workload
+        raise KeyError(f"no PyTorch workload for task {info.task!r} of {info.id}") from None
     sequence = (seq_len or info.seq_len) if info.seq_len is not None else None
-    return workload_class(info, sample_shape(info, image_size, seq_len), sequence)
+    return workload_class(info, info.sample_shape(image_size, seq_len), sequence)

@@ -30,24 +30,14 @@ from collections.abc import Callable
 
 import keras
 
-from dlbench.models import model_builder
-from dlbench.models.tensorflow.lm import bert_base, gpt2_small
-from dlbench.models.tensorflow.resnet import resnet18, resnet50
-from dlbench.models.tensorflow.vision import alexnet_owt, deep_mnist, toy, vgg16
+from dlbench.config.frameworks.tensorflow import FRAMEWORK
+from dlbench.models import load_builders, model_builder
 
 #: builder(input_shape, num_classes) -> a built keras.Model
 TensorFlowBuilder = Callable[[tuple[int, ...], int], keras.Model]
 
-TENSORFLOW_BUILDERS: dict[str, TensorFlowBuilder] = {
-    "toy": toy,
-    "deep_mnist": deep_mnist,
-    "alexnet_owt": alexnet_owt,
-    "vgg16": vgg16,
-    "resnet18": resnet18,
-    "resnet50": resnet50,
-    "bert_base": bert_base,
-    "gpt2_small": gpt2_small,
-}
+#: Model id -> builder, from the declaration (dlbench.config.frameworks.tensorflow).
+TENSORFLOW_BUILDERS: dict[str, TensorFlowBuilder] = load_builders(FRAMEWORK.builders)
 
 
 def build_tensorflow_model(

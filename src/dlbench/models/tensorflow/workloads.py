@@ -19,7 +19,6 @@ from typing import ClassVar
 import keras
 import tensorflow as tf
 
-from dlbench.config.catalog import model_input_shape
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.models.tensorflow import build_tensorflow_model
 from dlbench.models.tensorflow.layers import nhwc
@@ -110,21 +109,20 @@ class MaskedLMWorkload(CausalLMWorkload):
         return tf.reduce_sum(per_token * weights) / tf.reduce_sum(weights)
 
 
-#: Model id → its workload, for the models that are not classifiers.
+#: Task (``ModelInfo.task``) → its workload, for the tasks of the TensorFlow zoo's models.
 WORKLOADS: dict[str, type[Workload]] = {
-    "bert_base": MaskedLMWorkload,
-    "gpt2_small": CausalLMWorkload,
+    "classification": Workload,
+    "masked_lm": MaskedLMWorkload,
+    "causal_lm": CausalLMWorkload,
 }
 
 
 def make_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> Workload:
-    """The workload of ``info`` at an experiment's sizes (``exp.image_size``,
+    """The workload of ``info``'s task at an experiment's sizes (``exp.image_size``,
     ``exp.seq_len``; 0 for the published ones)."""
-    # The rule of dlbench.models.pytorch.workloads.sample_shape, whose module imports
-    # torch: a model whose input is its sequence is resized by exp.seq_len.
+    try:
+        workload_class = WORKLOADS[info.task]
+    except KeyError:  # a bug: the planner refuses models TensorFlow does not define
+        raise KeyError(f"no TensorFlow workload for task {info.task!r} of {info.id}") from None
     sequence = (seq_len or info.seq_len) if info.seq_len is not None else None
-    if info.seq_len is not None and info.input_shape == (info.seq_len,):
-        shape: tuple[int, ...] = (sequence or info.seq_len,)
-    else:
-        shape = model_input_shape(info, image_size)
-    return WORKLOADS.get(info.id, Workload)(info, shape, sequence)
+    return workload_class(info, info.sample_shape(image_size, seq_len), sequence)

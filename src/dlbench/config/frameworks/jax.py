@@ -1,0 +1,45 @@
+"""JAX's declaration; its backend is :mod:`dlbench.backends.jax_backend`."""
+
+from __future__ import annotations
+
+from dlbench.config.frameworks.base import FrameworkInfo
+from dlbench.config.params import OPTIMIZER, SEED, Param
+
+#: Where its builders live (dlbench.models.jax).
+_M = "dlbench.models.jax."
+
+FRAMEWORK = FrameworkInfo(
+    id="jax",
+    title="JAX (Flax, Optax)",
+    module="dlbench.backends.jax_backend",
+    requires=("jax", "flax", "optax"),
+    install_hint="pip install dlbench[jax]",
+    description="JAX with Flax models and Optax optimizers; jit-compiled steps.",
+    data_parallel="in_process",
+    devices="dlbench.backends.jax_backend:available_devices",
+    builders={
+        "toy": _M + "simple:toy",
+        "deep_mnist": _M + "simple:deep_mnist",
+        "alexnet_owt": _M + "vision:alexnet_owt",
+        "vgg16": _M + "vision:vgg16",
+        "resnet18": _M + "resnet:resnet18",
+        "resnet50": _M + "resnet:resnet50",
+        "bert_base": _M + "lm:bert_base",
+        "gpt2_small": _M + "lm:gpt2_small",
+    },
+    params=(
+        OPTIMIZER.param("jax.optimizer",
+                        "Optimizer of the training phase (Optax): `sgd` (momentum 0.9) or "
+                        "`adam`."),
+        SEED.param("jax.seed",
+                   "Seed of the initial weights, the synthetic data and the dropout masks."),
+        Param("jax.prng_impl", "str", "threefry2x32",
+              "JAX's random number generator, which makes dropout's masks in every training "
+              "step: `threefry2x32` (JAX's default), or the cheaper `rbg`/`unsafe_rbg`.",
+              choices=("threefry2x32", "rbg", "unsafe_rbg")),
+        Param("jax.preallocate", "bool", True,
+              "Let JAX reserve most of a GPU's memory when it starts (its default); false sets "
+              "XLA_PYTHON_CLIENT_PREALLOCATE=false, so memory use grows as needed, as "
+              "PyTorch's does. No effect on CPU."),
+    ),
+)

@@ -1,0 +1,50 @@
+"""TensorFlow's declaration; its backend is :mod:`dlbench.backends.tensorflow_backend`."""
+
+from __future__ import annotations
+
+from dlbench.config.frameworks.base import FrameworkInfo
+from dlbench.config.params import COMPILE, INTER_OP_THREADS, OPTIMIZER, SEED, THREADS, Param
+
+#: Where its builders live (dlbench.models.tensorflow).
+_M = "dlbench.models.tensorflow."
+
+FRAMEWORK = FrameworkInfo(
+    id="tensorflow",
+    title="TensorFlow (Keras 3)",
+    module="dlbench.backends.tensorflow_backend",
+    requires=("tensorflow", "keras"),
+    install_hint="pip install dlbench[tensorflow]",
+    description="TensorFlow with Keras 3 models; tf.function-compiled steps.",
+    data_parallel="in_process",
+    devices="dlbench.backends.tensorflow_backend:available_devices",
+    builders={
+        "toy": _M + "vision:toy",
+        "deep_mnist": _M + "vision:deep_mnist",
+        "alexnet_owt": _M + "vision:alexnet_owt",
+        "vgg16": _M + "vision:vgg16",
+        "resnet18": _M + "resnet:resnet18",
+        "resnet50": _M + "resnet:resnet50",
+        "bert_base": _M + "lm:bert_base",
+        "gpt2_small": _M + "lm:gpt2_small",
+    },
+    params=(
+        OPTIMIZER.param("tensorflow.optimizer",
+                        "Optimizer of the training phase: `sgd` (momentum 0.9) or `adam`, with "
+                        "PyTorch's learning rates."),
+        COMPILE.param("tensorflow.xla",
+                      "Compile the step with XLA (tf.function(jit_compile=True)); compilation "
+                      "happens at set-up and is reported as results.compile_time."),
+        THREADS.param("tensorflow.num_threads",
+                      "Intra-op CPU threads (tf.config.threading); 0 keeps TensorFlow's "
+                      "default."),
+        INTER_OP_THREADS.param("tensorflow.inter_op_threads",
+                               "Inter-op CPU threads: independent operations run at once; 0 "
+                               "keeps TensorFlow's default."),
+        Param("tensorflow.memory_growth", "bool", False,
+              "Let TensorFlow take GPU memory as it needs it instead of reserving nearly all "
+              "of it at start-up (GPU only), so that the monitor's memory use is the model's."),
+        SEED.param("tensorflow.seed",
+                   "Seed of the initial weights and of the synthetic data "
+                   "(keras.utils.set_random_seed)."),
+    ),
+)

@@ -1,0 +1,94 @@
+"""A declared parameter, and the shared knobs frameworks declare their own under.
+
+:class:`Param` lives here, below the registry and the framework declarations, so
+that each framework's declaration module (``dlbench.config.frameworks``) can
+declare its parameters without importing the registry that gathers them.
+
+A :class:`Knob` is a setting most frameworks have under a name of their own
+(``pytorch.num_threads``, ``onnxruntime.intra_op_threads``): its type, default,
+allowed values and smallest value are declared once here, and each framework says
+which knobs it supports, under which parameter name, with :meth:`Knob.param`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: The types a parameter may declare. ``any`` accepts every JSON value.
+PARAM_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter."""
+
+    name: str
+    type: str
+    default: Any
+    help: str
+    choices: tuple[Any, ...] | None = None
+    identity: bool = True
+    settable: bool = True
+    special: tuple[str, ...] = ()  # words accepted besides values of the type (`auto`)
+    knob: str = ""  # the shared knob (Knob.id) this parameter is a framework's name of
+    minimum: float | None = None  # smallest accepted value; the plan refuses less
+    minimum_note: str = ""  # what the smallest value means, shown with the refusal
+
+    def __post_init__(self) -> None:
+        if self.type not in PARAM_TYPES:
+            raise ValueError(f"parameter {self.name}: unknown type {self.type!r}")
+
+    @property
+    def derived(self) -> bool:
+        """True when the default is computed from other parameters."""
+        return isinstance(self.default, str) and ("${" in self.default or "$(" in self.default)
+
+    @property
+    def namespace(self) -> str:
+        """The part of the name before the first dot (``exp``, ``pytorch``, ...)."""
+        return self.name.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A setting shared by frameworks, declared once: each framework that supports it
+    declares its own parameter for it with :meth:`param`."""
+
+    id: str
+    type: str
+    default: Any
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+
+    def param(self, name: str, help: str, *, default: Any = _UNSET, minimum_note: str = "",
+              identity: bool = True) -> Param:
+        """The framework's parameter ``name`` for this knob; ``help`` says what it does
+        in that framework, ``default`` replaces the knob's own (a container image).
+
+        >>> SEED.param("x.seed", "Seed.").default
+        0
+        """
+        return Param(name, self.type, self.default if default is _UNSET else default, help,
+                     choices=self.choices, identity=identity, knob=self.id,
+                     minimum=self.minimum, minimum_note=minimum_note)
+
+
+#: Seed of the initial weights and the synthetic data.
+SEED = Knob("seed", "int", 0)
+#: CPU threads that parallelise one operator; 0 keeps the framework's default.
+THREADS = Knob("threads", "int", 0, minimum=0)
+#: CPU threads that run independent operators at once; 0 keeps the default.
+INTER_OP_THREADS = Knob("inter_op_threads", "int", 0, minimum=0)
+#: Optimizer of the training phase.
+OPTIMIZER = Knob("optimizer", "str", "sgd", choices=("sgd", "adam"))
+#: Compile the model or the step (torch.compile, XLA).
+COMPILE = Knob("compile", "bool", False)
+#: Container image of the worker when exp.docker_image is empty.
+DOCKER_IMAGE = Knob("docker_image", "str", "")
+
+#: Every shared knob, by id.
+KNOBS: dict[str, Knob] = {k.id: k for k in (SEED, THREADS, INTER_OP_THREADS, OPTIMIZER,
+                                              COMPILE, DOCKER_IMAGE)}

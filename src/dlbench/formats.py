@@ -1,0 +1,31 @@
+"""The output formats of the command line, named once per family.
+
+Two families, each with its own name for plain text (one name may replace both
+later; until then the values users type stay as they are):
+
+- data formats (``dlbench query``, ``dlbench plan``): records as an aligned ``table``,
+  ``json`` or ``csv``;
+- report formats (``dlbench report``, ``compare``, ``sysinfo``, ``peak``): a document as
+  ``text``, ``markdown``, ``csv`` or ``json``; ``report`` also writes an ``html`` page.
+
+A command that offers only some formats of a family takes them with :func:`subset`,
+so that its choices are spelled where the family is.
+"""
+
+from __future__ import annotations
+
+#: Formats of records: an aligned table, one JSON document, or CSV.
+DATA_FORMATS = ("table", "json", "csv")
+#: Formats of a report, a comparison or a machine's facts.
+REPORT_FORMATS = ("text", "markdown", "csv", "json")
+#: The report format written to a file only: a page with charts.
+HTML_FORMAT = "html"
+
+
+def subset(family: tuple[str, ...], *names: str) -> tuple[str, ...]:
+    """``names`` in the order of ``family``; ``ValueError`` for a name not in it (a
+    command offering a format its family does not define is a bug)."""
+    unknown = [name for name in names if name not in family]
+    if unknown:
+        raise ValueError(f"formats {unknown} are not in {family}")
+    return tuple(name for name in family if name in names)

@@ -1,0 +1,148 @@
+"""The launchers of ``dlbench run --launcher``, registered in one place.
+
+A launcher is a class with one entry point, :meth:`Launcher.run` (planned experiments
+in, a :class:`~dlbench.launch.runner.SweepResult` out, every record committed to its
+run directory's store), and one registration line at the end of this module: its
+name, a line of help, where the class lives, and the command-line flags it alone
+takes. The command line takes its ``--launcher`` choices, their help and those flags
+from here without importing the classes; a class is imported when it runs a sweep.
+
+Wrappers of the worker command (a container image, torchrun) are not launchers: they
+change how one worker starts, under any launcher (:mod:`dlbench.launch.command`).
+
+Adding a launcher::
+
+    # dlbench/launch/dryrun.py
+    class DryRun(Launcher):
+        @classmethod
+        def create(cls, options, report):
+            return cls()
+
+        def run(self, experiments):
+            return SweepResult([Outcome({**e, "exp.status": "skipped"}, ran=False)
+                                for e in experiments])
+
+    # here
+    register("dryrun", "run nothing", "dlbench.launch.dryrun:DryRun")
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dlbench.launch.progress import Reporter
+
+if TYPE_CHECKING:
+    from dlbench.launch.runner import SweepResult
+
+
+class Launcher(ABC):
+    """Runs a sweep's experiments somewhere, into their run directories' stores."""
+
+    @classmethod
+    @abstractmethod
+    def create(cls, options: Mapping[str, Any], report: Reporter) -> Launcher:
+        """A launcher set up from the values of its own flags (by ``dest``, None where not
+        given); raise :class:`~dlbench.errors.DlbenchError` naming a bad flag."""
+
+    def defaults(self) -> dict[str, Any]:
+        """Parameters this launcher sets in a sweep that sets them neither as a parameter
+        nor as a variable (``exp.rendezvous`` where nodes meet only once a job starts)."""
+        return {}
+
+    @abstractmethod
+    def run(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
+        """Run (or keep earlier results of, or skip) every experiment; outcomes in plan
+        order."""
+
+    def close(self) -> None:  # noqa: B027  (optional: nothing to release by default)
+        """Release what the launcher holds open (stores)."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A command-line flag that belongs to one launcher: ``--<name>`` with its
+    ``metavar`` and help; ``repeat``: the flag may be given several times."""
+
+    name: str
+    metavar: str
+    help: str
+    repeat: bool = False
+
+    @property
+    def dest(self) -> str:
+        """The attribute argparse stores the flag's value in."""
+        return self.name.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class LauncherEntry:
+    """A registered launcher: its name, a line of help, its class (or where to import
+    it from, ``"package.module:Class"``), and the flags it alone takes."""
+
+    name: str
+    help: str
+    implementation: str | type[Launcher]
+    flags: tuple[Flag, ...] = ()
+
+    def create(self, options: Mapping[str, Any], report: Reporter) -> Launcher:
+        """The launcher, set up from its flags' values (see :meth:`Launcher.create`)."""
+        implementation = self.implementation
+        if isinstance(implementation, str):
+            module, _, name = implementation.partition(":")
+            implementation = getattr(importlib.import_module(module), name)
+        assert isinstance(implementation, type) and issubclass(implementation, Launcher)
+        return implementation.create(options, report)
+
+
+_REGISTRY: dict[str, LauncherEntry] = {}
+
+
+def register(
+    name: str, help: str, implementation: str | type[Launcher], flags: Sequence[Flag] = ()
+) -> LauncherEntry:
+    """Add a launcher; ``ValueError`` when ``name`` or one of its flags is taken."""
+    if name in _REGISTRY:
+        raise ValueError(f"launcher {name!r} is already registered")
+    taken = {flag.name for entry in _REGISTRY.values() for flag in entry.flags}
+    if taken & {flag.name for flag in flags}:
+        raise ValueError(f"launcher {name!r}: flags {sorted(taken)} are taken")
+    _REGISTRY[name] = LauncherEntry(name, help, implementation, tuple(flags))
+    return _REGISTRY[name]
+
+
+def unregister(name: str) -> None:
+    """Remove a launcher (a test's own, once the test is done)."""
+    del _REGISTRY[name]
+
+
+def launchers() -> list[LauncherEntry]:
+    """Every registered launcher, in registration order (the first is the default)."""
+    return list(_REGISTRY.values())
+
+
+def launcher(name: str) -> LauncherEntry:
+    """The registered launcher ``name``; ``ValueError`` for an unknown one."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown launcher {name!r}; accepted: {', '.join(_REGISTRY)}")
+    return _REGISTRY[name]
+
+
+register("local", "one worker after another on this machine (default)",
+         "dlbench.launch.runner:Runner")
+register("slurm", "Slurm jobs through submitit (pip install dlbench[slurm])",
+         "dlbench.launch.slurm:SlurmRunner", (
+             Flag("slurm-partition", "P", "partition of the jobs"),
+             Flag("slurm-gres", "G", "generic resources per node, e.g. gpu:1"),
+             Flag("slurm-time", "TIME", "time limit of a job, MINUTES or HH:MM:SS (default: "
+                  "the longest exp.timeout x exp.repeat plus 5 minutes)"),
+             Flag("slurm-array-parallelism", "K",
+                  "at most K experiments of the job array at once"),
+             Flag("slurm-account", "A", "account charged for the jobs"),
+             Flag("slurm-option", "NAME[=VALUE]",
+                  "any other sbatch option, e.g. cpus-per-task=8 or exclusive", repeat=True),
+         ))

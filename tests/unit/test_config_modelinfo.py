@@ -1,0 +1,71 @@
+"""ModelInfo as the one source of model facts: the sample-shape rule, the task, and
+which frameworks define a model (from their declarations' builder tables), all
+without importing a framework."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from dlbench.config.catalog import FRAMEWORKS, MODELS, model_frameworks, model_input_shape
+from dlbench.config.modelinfo import TASKS, ModelInfo
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.mark.parametrize(("model_id", "image_size", "seq_len", "shape"), [
+    ("resnet50", 0, 0, (3, 224, 224)),
+    ("resnet50", 112, 64, (3, 112, 112)),  # exp.seq_len does not apply to images
+    ("alexnet", 0, 0, (3, 227, 227)),
+    ("deep_mnist", 48, 0, (1, 48, 48)),
+    ("toy", 48, 16, (64,)),  # neither size applies to features
+    ("gpt2_small", 0, 0, (1024,)),
+    ("gpt2_small", 64, 32, (32,)),
+    ("cart", 0, 32, (4,)),  # a sequence model whose input is not its sequence
+])
+def test_sample_shape_at_an_experiment_s_sizes(
+    model_id: str, image_size: int, seq_len: int, shape: tuple[int, ...]
+) -> None:
+    assert MODELS[model_id].sample_shape(image_size, seq_len) == shape
+    if not seq_len:
+        assert model_input_shape(MODELS[model_id], image_size) == shape
+
+
+def test_a_model_s_task_is_a_known_one() -> None:
+    assert {info.task for info in MODELS.values()} == set(TASKS)
+    assert MODELS["resnet50"].task == "classification"
+    assert MODELS["gpt2_small"].task == MODELS["wlm"].task == "causal_lm"
+    with pytest.raises(ValueError, match="model toy: unknown task 'sorting'"):
+        dataclasses.replace(MODELS["toy"], task="sorting")
+
+
+@pytest.mark.parametrize(("model_id", "frameworks"), [
+    ("toy", ["pytorch", "jax", "onnxruntime", "tensorflow", "fake"]),
+    ("resnet50", ["pytorch", "jax", "onnxruntime", "tensorflow", "fake"]),
+    ("vit_b16", ["pytorch", "onnxruntime", "fake"]),
+    ("wlm", ["pytorch", "onnxruntime", "fake"]),
+    ("loader", ["pytorch", "fake"]),
+])
+def test_which_frameworks_define_a_model(model_id: str, frameworks: list[str]) -> None:
+    assert model_frameworks(model_id) == frameworks
+
+
+def test_builder_tables_name_catalog_models_and_functions_that_exist() -> None:
+    assert set(FRAMEWORKS["pytorch"].builders) == set(MODELS)  # PyTorch defines every model
+    for info in FRAMEWORKS.values():
+        assert set(info.models or ()) <= set(MODELS), info.id
+        for model_id, path in info.builders.items():
+            module, _, function = path.partition(":")
+            # Read, not imported: the table is checked without the framework.
+            tree = ast.parse((SRC / (module.replace(".", "/") + ".py")).read_text())
+            defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+            assert function in defined, f"{info.id} {model_id}: {path}"
+
+
+def test_model_info_has_no_framework_list_of_its_own() -> None:
+    # Which frameworks define a model is theirs to say (model_frameworks), never a
+    # second list on the model that can go stale.
+    assert "frameworks" not in {field.name for field in dataclasses.fields(ModelInfo)}
