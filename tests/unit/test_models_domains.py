@@ -18,7 +18,7 @@ from dlbench.models.pytorch.cartpole import CartPole
 from dlbench.models.pytorch.generative import GANWorkload
 from dlbench.models.pytorch.lm import GPT2, BertMaskedLM, MaskedLMWorkload, WordLanguageModel
 from dlbench.models.pytorch.translation import Translator
-from dlbench.models.pytorch.workload import ClassificationWorkload, Workload
+from dlbench.models.pytorch.workload_base import ClassificationWorkload, Workload
 from dlbench.models.pytorch.workloads import WORKLOADS, make_workload
 
 CPU = torch.device("cpu")

@@ -14,7 +14,7 @@ import pytest
 from dlbench.cli.main import build_parser, main
 from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS, subset
 from dlbench.report import types
-from dlbench.report.model import Report, Table
+from dlbench.report.cells import Report, Table
 from dlbench.report.types import ReportOptions, ReportType
 
 

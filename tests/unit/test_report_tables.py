@@ -22,7 +22,7 @@ from dlbench.report.aggregate import (
     summarize,
     trim_extremes,
 )
-from dlbench.report.model import Report, Table
+from dlbench.report.cells import Report, Table
 from dlbench.report.render import label_columns, render_report
 from dlbench.report.tables import build_table_report
 from dlbench.results.query import select_records

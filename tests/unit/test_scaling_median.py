@@ -20,7 +20,7 @@ import pytest
 
 from dlbench.cli.main import main
 from dlbench.measure.stats import summarize_times
-from dlbench.report.model import Report, Table
+from dlbench.report.cells import Report, Table
 from dlbench.report.tables import build_table_report, is_time_variable, time_title
 
 # model, printed speedup on 2 GPUs, printed efficiency (%)

@@ -45,7 +45,7 @@ from dlbench.config.frameworks.onnxruntime import ONNXRUNTIME_PROVIDERS
 from dlbench.errors import WorkerError
 from dlbench.measure.peak import peaks_path
 from dlbench.measure.sysinfo import gpu_info
-from dlbench.models.pytorch.workload import Workload
+from dlbench.models.pytorch.workload_base import Workload
 from dlbench.models.pytorch.workloads import make_workload
 
 #: Version of the export cache's key; bump it when what goes into an export changes.

@@ -26,7 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from dlbench.backends.base import Backend, NonFiniteLoss
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
-from dlbench.models.pytorch.workload import Batch, Workload
+from dlbench.models.pytorch.workload_base import Batch, Workload
 from dlbench.models.pytorch.workloads import make_workload
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

@@ -10,7 +10,7 @@ from typing import Any
 from dlbench.errors import ResultsError
 from dlbench.formats import HTML_FORMAT
 from dlbench.report.baseline import dump_baseline, make_baseline
-from dlbench.report.model import Report
+from dlbench.report.cells import Report
 from dlbench.report.render import render_report
 from dlbench.report.types import ReportOptions, report_type, report_types
 from dlbench.results.io import load_records, write_atomically

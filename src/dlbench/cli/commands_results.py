@@ -8,7 +8,7 @@ import sys
 from dlbench.results.io import dumps_records, load_records, write_records
 from dlbench.results.parser import ParseWarning, parse_logs
 from dlbench.results.query import parse_query, select_records
-from dlbench.results.table import choose_columns, format_table
+from dlbench.results.text_table import choose_columns, format_table
 
 
 def parse(args: argparse.Namespace) -> int:

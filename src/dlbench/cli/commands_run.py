@@ -15,7 +15,7 @@ from dlbench.config.spec import Sourced
 from dlbench.errors import ConfigError, PathError
 from dlbench.launch.launchers import Launcher, launcher, launchers
 from dlbench.launch.signals import SIGUSR1_EXIT_STATUS
-from dlbench.results.table import format_table
+from dlbench.results.text_table import format_table
 from dlbench.suites import suite_path
 from dlbench.textsafe import safe_text
 

@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Print the system information recorded with runs.")
     sysinfo.add_argument("--format", choices=subset(REPORT_FORMATS, "text", "json"),
                          default=REPORT_FORMATS[0])
-    sysinfo.set_defaults(handler=_lazy("commands_measure", "sysinfo"))
+    sysinfo.set_defaults(handler=_lazy("commands_host", "sysinfo"))
 
     peak = sub.add_parser("peak", allow_abbrev=False, help="measure this machine's peaks",
                           description="Measure dense matmul TFLOP/s per dtype and memory "
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print only; do not update the peaks file")
     peak.add_argument("--format", choices=subset(REPORT_FORMATS, "text", "json"),
                          default=REPORT_FORMATS[0])
-    peak.set_defaults(handler=_lazy("commands_measure", "peak"))
+    peak.set_defaults(handler=_lazy("commands_host", "peak"))
 
     return parser
 

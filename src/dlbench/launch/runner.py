@@ -20,7 +20,7 @@ gets that record. The first process that does not end ok ends the experiment, wi
 its status and its reason.
 
 With ``exp.parallel_jobs=N`` the experiment is N copies run at the same time, each
-on its own share of the node (:mod:`dlbench.launch.partition`); ``exp.log_file``
+on its own share of the node (:mod:`dlbench.launch.copies`); ``exp.log_file``
 and the store get the one combined record, whose throughput is the copies' sum.
 """
 
@@ -37,8 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config.registry import varying_parameters
-from dlbench.launch import partition
 from dlbench.launch.command import worker_argv, worker_env
+from dlbench.launch.copies import (
+    copies_outcome,
+    copy_count,
+    copy_env,
+    copy_experiment,
+    plan_shares,
+    wait_copies,
+)
+from dlbench.launch.copy_limits import Limits
 from dlbench.launch.launchers import Launcher
 from dlbench.launch.local import kill_worker, start_worker
 from dlbench.launch.memo import OutOfMemoryMemo, skipped_record
@@ -224,7 +232,7 @@ class Runner(Launcher):
 
     def _run_one(self, experiment: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, Any], bool]:
         repeat = int(experiment.get("exp.repeat", 1) or 1)
-        run = self._run_copies if partition.copy_count(experiment) > 1 else self._run_process
+        run = self._run_copies if copy_count(experiment) > 1 else self._run_process
         if repeat <= 1:
             return run(experiment, out_dir)
         log_path = Path(experiment["exp.log_file"])
@@ -280,13 +288,13 @@ class Runner(Launcher):
         self, experiment: Mapping[str, Any], out_dir: Path, suffix: str = ""
     ) -> tuple[dict[str, Any], bool]:
         """``exp.parallel_jobs``: every copy at once, each held to its share of the node
-        (:mod:`dlbench.launch.partition`); the first copy that fails stops the others."""
-        shares = partition.plan_shares(experiment)
+        (:mod:`dlbench.launch.copies`); the first copy that fails stops the others."""
+        shares = plan_shares(experiment)
         processes: list[subprocess.Popen[bytes]] = []
         failed: int | None = None
         interrupted = timed_out = False
-        with partition.Limits(experiment, shares) as limits, ExitStack() as logs:
-            copies = [partition.copy_experiment(experiment, share, limits.note(share))
+        with Limits(experiment, shares) as limits, ExitStack() as logs:
+            copies = [copy_experiment(experiment, share, limits.note(share))
                       for share in shares]
             try:
                 for share, copy in zip(shares, copies, strict=True):
@@ -299,14 +307,14 @@ class Runner(Launcher):
                     try:
                         processes.append(start_worker(
                             worker_argv(copy, exp_json, self.python), log,
-                            partition.copy_env(worker_env(copy), share), limits.setup(share)))
+                            copy_env(worker_env(copy), share), limits.setup(share)))
                     except (OSError, subprocess.SubprocessError) as error:
                         log.write(f"dlbench: cannot start copy {share.number}: {error}\n".encode())
                         log.flush()
                         failed = len(processes)
                         break
                 else:
-                    failed, timed_out = partition.wait_copies(
+                    failed, timed_out = wait_copies(
                         processes, float(experiment["exp.timeout"]) or None)
             except KeyboardInterrupt:
                 interrupted = True
@@ -319,6 +327,6 @@ class Runner(Launcher):
                                     interrupted) for copy, code in zip(copies, codes, strict=True)]
             notes = [limits.out_of_memory(share, str(r["exp.status_msg"])) for share, r in
                      zip(shares, records, strict=True)]
-        record = partition.copies_outcome(experiment, records, failed, notes, limits.mechanism)
+        record = copies_outcome(experiment, records, failed, notes, limits.mechanism)
         write_combined(Path(experiment["exp.log_file"]), record)
         return record, interrupted

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.errors import ConfigError
-from dlbench.launch.partition import copy_count
+from dlbench.launch.copies import copy_count
 from dlbench.launch.records import combine_processes, write_combined
 from dlbench.launch.runner import Finish, Reporter, Runner
 from dlbench.launch.slurm_node import (

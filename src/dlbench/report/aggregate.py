@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from dlbench.config.registry import REGISTRY
 from dlbench.errors import ResultsError
-from dlbench.report.model import Table
+from dlbench.report.cells import Table
 
 Record = Mapping[str, Any]
 _R = TypeVar("_R", bound=Mapping[str, Any])

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.report.aggregate import LabeledTable, Measured, as_number, value_order
-from dlbench.report.model import Table
+from dlbench.report.cells import Table
 
 TIME = "results.time"
 

@@ -25,7 +25,7 @@ from typing import Any
 import dlbench
 from dlbench.config.registry import varying_parameters
 from dlbench.report.aggregate import Measured
-from dlbench.report.model import Report, Table
+from dlbench.report.cells import Report, Table
 from dlbench.report.render import MISSING, format_value, spread
 from dlbench.results.io import write_atomically
 from dlbench.results.values import is_number as _is_number

@@ -1,4 +1,4 @@
-"""A :class:`~dlbench.report.model.Report` as lines of text, markdown, csv or json.
+"""A :class:`~dlbench.report.cells.Report` as lines of text, markdown, csv or json.
 
 Formatters return lines; only the command line prints them. Numbers are rounded
 here and nowhere else.
@@ -32,7 +32,7 @@ from typing import Any
 
 from dlbench.formats import REPORT_FORMATS
 from dlbench.report.aggregate import Measured
-from dlbench.report.model import Report, Table
+from dlbench.report.cells import Report, Table
 from dlbench.results.values import is_number as _is_number
 
 #: The formats a report renders to as lines (html is a page: ``dlbench.report.html``).

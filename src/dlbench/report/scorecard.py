@@ -36,7 +36,7 @@ from dlbench.report.aggregate import (
     identity_candidates,
 )
 from dlbench.report.baseline import Baseline, Benchmark, load_baseline
-from dlbench.report.model import Report
+from dlbench.report.cells import Report
 from dlbench.report.types import ReportOptions, ReportType
 from dlbench.report.verdicts import QUANTILE, Figures, Verdicts, mila_verdicts, run_statistics
 from dlbench.results.query import filter_records

@@ -48,6 +48,7 @@ from dlbench.report.aggregate import (
     summarize,
     usable_records,
 )
+from dlbench.report.cells import Report, Table
 from dlbench.report.grid import (
     LAYOUT,
     TIME,
@@ -67,7 +68,6 @@ from dlbench.report.grid import (
     time_title,
     with_time_note,
 )
-from dlbench.report.model import Report, Table
 from dlbench.report.types import ReportOptions, ReportType
 
 __all__ = ["REPORT_TYPES", "TABLE_KINDS", "TIME", "Exploration", "StrongScaling", "WeakScaling",

@@ -1,7 +1,7 @@
 """The report types of ``dlbench report --type``, registered in one place.
 
 A report type is a class with one entry point, :meth:`ReportType.build` (records in,
-a :class:`~dlbench.report.model.Report` out), and one registration line at the end of
+a :class:`~dlbench.report.cells.Report` out), and one registration line at the end of
 this module: its name, a line of help, and where the class lives. The command line
 takes its ``--type`` choices and their help from here without importing the classes
 (a report pulls in code that ``dlbench plan`` must not pay for); a class is imported
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from dlbench.report.model import Report
+    from dlbench.report.cells import Report
 
 
 @dataclass(frozen=True)

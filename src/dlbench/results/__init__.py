@@ -25,7 +25,7 @@ from dlbench.results.query import (
     select_records,
 )
 from dlbench.results.store import FORMAT_VERSION, STORE_FILENAME, Store
-from dlbench.results.table import TABLE_FORMATS, choose_columns, format_table
+from dlbench.results.text_table import TABLE_FORMATS, choose_columns, format_table
 
 __all__ = [
     "FORMAT_VERSION",

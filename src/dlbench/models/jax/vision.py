@@ -1,4 +1,4 @@
-"""AlexNet "one weird trick" and VGG-16 in Flax, as ``dlbench.models.pytorch.dlbs_misc``
+"""AlexNet "one weird trick" and VGG-16 in Flax, as ``dlbench.models.pytorch.dlbs_classics``
 and ``dlbench.models.pytorch.vgg`` define them (NHWC instead of NCHW; the same layers,
 widths and parameter counts)."""
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dlbench.models.pytorch.workload import Batch, Workload
+from dlbench.models.pytorch.workload_base import Batch, Workload
 
 UPSCALE = 3  # the super-resolution factor of the espcn entry
 

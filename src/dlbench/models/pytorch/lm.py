@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dlbench.models.pytorch.workload import Batch, Workload, token_batch
+from dlbench.models.pytorch.workload_base import Batch, Workload, token_batch
 
 
 class TransformerBlock(nn.Module):  # type: ignore[misc]  # torch is not type-checked

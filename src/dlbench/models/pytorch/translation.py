@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dlbench.models.pytorch.workload import Batch, Workload
+from dlbench.models.pytorch.workload_base import Batch, Workload
 
 
 def sinusoids(length: int, dim: int, device: torch.device) -> torch.Tensor:

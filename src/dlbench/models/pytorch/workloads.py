@@ -23,13 +23,13 @@ from dlbench.models.pytorch.detection import DetectionWorkload
 from dlbench.models.pytorch.generative import GANWorkload, VAEWorkload
 from dlbench.models.pytorch.imaging import StyleTransferWorkload, SuperResolutionWorkload
 from dlbench.models.pytorch.lm import CausalLMWorkload, MaskedLMWorkload
-from dlbench.models.pytorch.small_tasks import (
+from dlbench.models.pytorch.recsys_toys import (
     RecommendationWorkload,
     RegressionWorkload,
     SineWorkload,
 )
 from dlbench.models.pytorch.translation import TranslationWorkload
-from dlbench.models.pytorch.workload import ClassificationWorkload, LoaderWorkload, Workload
+from dlbench.models.pytorch.workload_base import ClassificationWorkload, LoaderWorkload, Workload
 
 #: Task (``ModelInfo.task``) → its workload: every task of
 #: :data:`dlbench.config.modelinfo.TASKS`.

@@ -1,7 +1,7 @@
 """The toy perceptron, Deep MNIST, AlexNet "one weird trick" and VGG-16 in Keras.
 
 Layer for layer the PyTorch definitions (``dlbench.models.pytorch.simple``,
-``dlbench.models.pytorch.dlbs_misc``, ``dlbench.models.pytorch.vgg``), in NHWC:
+``dlbench.models.pytorch.dlbs_classics``, ``dlbench.models.pytorch.vgg``), in NHWC:
 same widths, biases, pools and dropout, the same adaptive average pool before the
 classifier, and the same initialisation, so the parameter counts are PyTorch's.
 """

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dlbench.results.table import choose_columns, format_table
+from dlbench.results.text_table import choose_columns, format_table
 
 ROWS: list[dict[str, Any]] = [
     {"exp.model": "resnet50", "exp.replica_batch": 32, "results.time": 41.666, "x": [1, 2]},

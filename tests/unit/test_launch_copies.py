@@ -16,8 +16,7 @@ import pytest
 
 from dlbench.config import load_spec, plan_experiments
 from dlbench.errors import ConfigError
-from dlbench.launch.partition import (
-    Limits,
+from dlbench.launch.copies import (
     Share,
     combine_copies,
     copies_outcome,
@@ -27,6 +26,7 @@ from dlbench.launch.partition import (
     plan_shares,
     wait_copies,
 )
+from dlbench.launch.copy_limits import Limits
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
 
 MIB = 2**20
