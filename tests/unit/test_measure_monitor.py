@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 import dlbench.measure.monitor as monitor_module
-from dlbench.measure.monitor import ResourceMonitor, _Rapl, tree_pids
+from dlbench.measure.cpu_memory import tree_pids
+from dlbench.measure.monitor import ResourceMonitor
 from dlbench.measure.nvml import throttle_names
+from dlbench.measure.rapl import RaplEnergy
 
 
 class FakeNvml:
@@ -128,7 +130,7 @@ def test_rapl_sums_packages_and_handles_wraparound(tmp_path: Path) -> None:
     package1 = _rapl_domain(tmp_path, "intel-rapl:1", "package-1", 10, 1_000_000)
     _rapl_domain(tmp_path, "intel-rapl:0:0", "core", 5, 1_000_000)  # part of package 0
     _rapl_domain(tmp_path, "intel-rapl:2", "psys", 5, 1_000_000)  # the whole platform
-    rapl = _Rapl(tmp_path)
+    rapl = RaplEnergy(tmp_path)
     assert len(rapl.domains) == 2
     # Package 0 wraps: 900000 -> 100000 is 1000000 - 900000 + 100000 = 200000 µJ.
     # Package 1 rises by 300000 µJ. Total 0.5 J.

@@ -15,11 +15,11 @@ from dlbench.report.compare import (
     Comparison,
     ConfigComparison,
     compare_records,
-    format_comparison,
     parse_threshold,
     verdict,
     welch_p_value,
 )
+from dlbench.report.compare_format import format_comparison
 
 
 def rec(batch: int, throughput: float, times: list[float] | None = None,

@@ -14,7 +14,8 @@ Several replicas run data-parallel in this one process through MirroredStrategy:
 one per GPU of ``exp.gpus``, or on the CPU ``exp.num_local_replicas`` logical devices
 that share its cores. Every replica takes ``exp.replica_batch`` samples, gradients
 are summed across replicas, and the step is one global batch of
-``exp.effective_batch`` samples.
+``exp.effective_batch`` samples. The thread pools and the replicas' devices are set
+up by :mod:`dlbench.backends.tensorflow_devices`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from dlbench.backends.base import Backend, NonFiniteLoss
+from dlbench.backends.tensorflow_devices import select_devices, set_threads
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
 from dlbench.models.tensorflow.flops import graph_flops
@@ -55,86 +57,6 @@ def available_devices() -> list[str]:
     """The devices TensorFlow sees here: ``cpu``, then ``gpu:N NAME`` for each GPU."""
     gpus = tf.config.list_physical_devices("GPU")
     return ["cpu", *(f"gpu:{i} {_gpu_name(gpu)}" for i, gpu in enumerate(gpus))]
-
-
-def _set_threads(intra: int, inter: int) -> None:
-    """Size TensorFlow's thread pools; they can only be sized before its runtime starts
-    (the worker is a fresh process, so it has not)."""
-    for name, value, getter, setter in (
-        ("tensorflow.num_threads", intra,
-         tf.config.threading.get_intra_op_parallelism_threads,
-         tf.config.threading.set_intra_op_parallelism_threads),
-        ("tensorflow.inter_op_threads", inter,
-         tf.config.threading.get_inter_op_parallelism_threads,
-         tf.config.threading.set_inter_op_parallelism_threads),
-    ):
-        if value < 0:
-            raise WorkerError(f"{name}={value}: use 0 (TensorFlow's default) or a count >= 1")
-        if value == 0 or getter() == value:
-            continue
-        try:
-            setter(value)
-        except RuntimeError:
-            raise WorkerError(
-                f"{name}={value}: TensorFlow's runtime was already started in this process, "
-                f"so its thread pools cannot be resized (run the experiment in its own worker)"
-            ) from None
-
-
-def _cpu_devices(replicas: int) -> list[str]:
-    """The CPU as ``replicas`` logical devices (one replica each, sharing its cores and
-    thread pools, as CPU worker processes would share them)."""
-    if replicas == 1:
-        return ["/device:CPU:0"]
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    try:
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
-        )
-    except RuntimeError:
-        if len(tf.config.list_logical_devices("CPU")) != replicas:
-            raise WorkerError(
-                f"exp.num_local_replicas={replicas} on the CPU: TensorFlow's runtime was "
-                f"already started in this process, so the CPU cannot be split into "
-                f"{replicas} devices (run the experiment in its own worker)"
-            ) from None
-    return [f"/device:CPU:{index}" for index in range(replicas)]
-
-
-def _select_devices(gpus: str, replicas: int, memory_growth: bool) -> list[str]:
-    """The logical devices of the replicas: one per GPU of ``exp.gpus``, or the CPU
-    (split into ``exp.num_local_replicas`` devices when there are several).
-
-    The GPUs not asked for are hidden from TensorFlow, so that it neither places work
-    on them nor reserves their memory; hiding is possible only before the runtime
-    starts, and otherwise the devices are addressed by their physical index.
-    """
-    physical = tf.config.list_physical_devices("GPU")
-    if not gpus:
-        with contextlib.suppress(RuntimeError):
-            tf.config.set_visible_devices([], "GPU")
-        return _cpu_devices(replicas)
-    if not physical:
-        raise WorkerError(
-            f"exp.gpus='{gpus}' asks for a GPU but TensorFlow sees none here (a CPU-only "
-            f"build of TensorFlow, or no CUDA driver); use exp.gpus='' for the CPU"
-        )
-    indices = [int(index) for index in gpus.split(",")]
-    for index in indices:
-        if index >= len(physical):
-            raise WorkerError(
-                f"exp.gpus='{gpus}': GPU {index} does not exist ({len(physical)} visible)"
-            )
-    chosen = [physical[index] for index in indices]
-    try:
-        tf.config.set_visible_devices(chosen, "GPU")
-        for gpu in chosen:
-            tf.config.experimental.set_memory_growth(gpu, memory_growth)
-    except RuntimeError:
-        return [f"/device:GPU:{index}" for index in indices]
-    # Visible GPUs are numbered in physical order.
-    ordered = sorted(indices)
-    return [f"/device:GPU:{ordered.index(index)}" for index in indices]
 
 
 def _agree_on_overflow(grads: list[Any]) -> list[Any]:
@@ -176,9 +98,9 @@ class TensorFlowBackend(Backend):
                 f"exp.data_dir={p['exp.data_dir']!r}: exp.framework=tensorflow reads "
                 f"synthetic data only; leave exp.data_dir empty"
             )
-        _set_threads(int(p["tensorflow.num_threads"]), int(p["tensorflow.inter_op_threads"]))
+        set_threads(int(p["tensorflow.num_threads"]), int(p["tensorflow.inter_op_threads"]))
         self.gpus = str(p["exp.gpus"])
-        self.devices = _select_devices(
+        self.devices = select_devices(
             self.gpus, int(p["exp.num_local_replicas"]), bool(p["tensorflow.memory_growth"])
         )
         self.strategy: tf.distribute.Strategy | None = (

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from dlbench.errors import ResultsError
-from dlbench.report.compare import compare_records, format_comparison, parse_threshold
+from dlbench.report.compare import compare_records, parse_threshold
+from dlbench.report.compare_format import format_comparison
 from dlbench.results.io import load_records
 from dlbench.results.parser import ParseWarning
 

@@ -175,8 +175,7 @@ def run(args: argparse.Namespace) -> int:
     failed = [o for o in result.failed if o.status != "skipped"]
     skipped = len(result.failed) - len(failed)
     if skipped:
-        print(f"{skipped} experiment(s) skipped: a smaller batch of the same configuration "
-              "ran out of memory.", file=sys.stderr)
+        print(f"{skipped} experiment(s) skipped; exp.status_msg says why.", file=sys.stderr)
     if failed:
         print(f"{len(failed)} of {len(records)} experiment(s) did not end ok; see "
               "exp.status_msg and the logs.", file=sys.stderr)

@@ -1,7 +1,9 @@
 """What exists: the frameworks and models dlbench knows, as plain data.
 
 Each framework declares itself in a module of :mod:`dlbench.config.frameworks`;
-this module gathers them by id.
+this module gathers them by id. Models are entries here and in the zoo modules beside
+it; a plug-in adds one with ``dlbench.config.registry.register_model``
+(:func:`add_model`), which also puts its builders in the frameworks' tables.
 
 The catalog lives at the bottom of the import graph so that planning a sweep (which
 must reject an unknown model or a framework that is not installed) never imports a
@@ -11,14 +13,17 @@ framework. How a model is built and how a framework runs a step live in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+
 from dlbench.config.frameworks import DECLARATIONS
 from dlbench.config.frameworks.base import FrameworkInfo
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.config.zoo_domains import DOMAIN_MODELS
 from dlbench.config.zoo_vision import VISION_MODELS
 
-__all__ = ["FRAMEWORKS", "MODELS", "FrameworkInfo", "ModelInfo", "model_frameworks",
-           "model_input_shape"]
+__all__ = ["FRAMEWORKS", "MODELS", "FrameworkInfo", "ModelInfo", "add_model",
+           "model_frameworks", "model_input_shape", "remove_model"]
 
 #: The frameworks, by id, from their declarations (:mod:`dlbench.config.frameworks`).
 FRAMEWORKS: dict[str, FrameworkInfo] = {info.id: info for info in DECLARATIONS}
@@ -130,7 +135,6 @@ MODELS: dict[str, ModelInfo] = {
 }
 
 
-
 def model_input_shape(model: ModelInfo, image_size: int) -> tuple[int, ...]:
     """One sample's input shape, with the image side replaced when ``image_size`` > 0
     (:meth:`ModelInfo.sample_shape` without a sequence length)."""
@@ -145,3 +149,44 @@ def model_frameworks(model_id: str) -> list[str]:
     ['pytorch', 'jax']
     """
     return [info.id for info in FRAMEWORKS.values() if info.defines(model_id)]
+
+
+def add_model(info: ModelInfo, builders: Mapping[str, str]) -> None:
+    """Add ``info`` to :data:`MODELS` and each ``{framework id: "module:function"}`` of
+    ``builders`` to that framework's builder table (a copy of its declaration in
+    :data:`FRAMEWORKS`; the declaration module is left alone). ValueError when the id
+    is taken, a framework is unknown, or a framework lists its models instead of
+    building them (ONNX Runtime). Use ``dlbench.config.registry.register_model``, which
+    also makes the id a choice of exp.model."""
+    if info.id in MODELS:
+        raise ValueError(f"model {info.id} is already in the catalog")
+    for framework, path in builders.items():
+        declared = FRAMEWORKS.get(framework)
+        if declared is None:
+            raise ValueError(f"model {info.id}: unknown framework {framework!r}; known: "
+                             f"{', '.join(FRAMEWORKS)}")
+        if not declared.builders:
+            raise ValueError(f"model {info.id}: framework {framework} has no builder table")
+        if ":" not in path:
+            raise ValueError(f"model {info.id}: builder {path!r} is not module:function")
+    MODELS[info.id] = info
+    for framework, path in builders.items():
+        declared = FRAMEWORKS[framework]
+        # models=None: the declaration derives the models it defines from its table again
+        FRAMEWORKS[framework] = replace(
+            declared, builders={**declared.builders, info.id: path}, models=None)
+
+
+def remove_model(model_id: str) -> None:
+    """Undo :func:`add_model`: the model and its builder lines are gone; a framework
+    whose table is its declaration's again gets its declaration back."""
+    del MODELS[model_id]
+    originals = {info.id: info for info in DECLARATIONS}
+    for framework, declared in list(FRAMEWORKS.items()):
+        if model_id not in declared.builders:
+            continue
+        table = {k: v for k, v in declared.builders.items() if k != model_id}
+        original = originals.get(framework)
+        FRAMEWORKS[framework] = (
+            original if original is not None and dict(original.builders) == table
+            else replace(declared, builders=table, models=None))

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from dlbench.config.catalog import FRAMEWORKS, MODELS
+from dlbench.config.catalog import FRAMEWORKS, MODELS, ModelInfo, add_model, remove_model
 from dlbench.config.dlbs_names import is_dlbs_name
 from dlbench.config.frameworks.base import FrameworkInfo
 from dlbench.config.params import PARAM_TYPES, Param
@@ -33,7 +33,8 @@ from dlbench.config.run_params import (
 
 __all__ = ["CONTAINER_ENGINE_COMMANDS", "PARAM_TYPES", "REGISTRY", "USER_NAMESPACE", "Param",
            "Registry", "container_image", "is_user_param", "parse_container_mount",
-           "register_framework", "unregister_framework", "varying_parameters"]
+           "register_framework", "register_model", "unregister_framework",
+           "unregister_model", "varying_parameters"]
 
 #: Namespace open to a user's own values and references.
 USER_NAMESPACE = "user."
@@ -139,16 +140,27 @@ def _framework_title_param() -> Param:
                  "Human title of exp.framework (`PyTorch`); derived.", identity=False)
 
 
+def _model_param() -> Param:
+    """exp.model, whose choices are the catalog's models."""
+    return Param("exp.model", "str", "resnet50",
+                 "Model id from the zoo (see `dlbench help --models`).", choices=tuple(MODELS))
+
+
+def _model_title_param() -> Param:
+    """exp.model_title, derived from the catalog's titles."""
+    return Param("exp.model_title", "str", _title_of("exp.model", {
+                     k: v.title for k, v in MODELS.items()}),
+                 "Human title of exp.model (`ResNet-50`); derived.", identity=False)
+
+
 _EXP = [
     _framework_param(),
-    Param("exp.model", "str", "resnet50", "Model id from the zoo (see `dlbench help --models`).",
-          choices=tuple(MODELS)),
+    _model_param(),
     Param("exp.phase", "str", "training",
           "`training` (forward, loss, backward, optimizer step) or `inference` (forward only).",
           choices=("training", "inference")),
     _framework_title_param(),
-    Param("exp.model_title", "str", _title_of("exp.model", {k: v.title for k, v in MODELS.items()}),
-          "Human title of exp.model (`ResNet-50`); derived.", identity=False),
+    _model_title_param(),
     Param("exp.gpus", "str", "",
           "GPUs in DLBS syntax: empty for CPU, `0` for one GPU, `0,1` for two replicas on GPUs 0 "
           "and 1. DLBS's `0:1,2:3` (two replicas of two GPUs each) is understood by the "
@@ -245,7 +257,8 @@ _EXP = [
 def _all_params() -> list[Param]:
     """Every parameter: dlbench's own, then each declared framework's, in the order of
     :data:`~dlbench.config.catalog.FRAMEWORKS`."""
-    fresh = {p.name: p for p in (_framework_param(), _framework_title_param())}
+    fresh = {p.name: p for p in (_framework_param(), _framework_title_param(),
+                                 _model_param(), _model_title_param())}
     return [
         *(fresh.get(p.name, p) for p in _EXP), *DISTRIBUTED_PARAMS, *PARTITION_PARAMS,
         *CONTAINER_PARAMS, *MONITOR_PARAMS,
@@ -274,6 +287,20 @@ def register_framework(info: FrameworkInfo) -> None:
 def unregister_framework(framework: str) -> None:
     """Remove a framework added with :func:`register_framework`, and its parameters."""
     del FRAMEWORKS[framework]
+    REGISTRY.reset(_all_params())
+
+
+def register_model(info: ModelInfo, builders: Mapping[str, str]) -> None:
+    """Add a model defined outside the catalog (a plug-in, or a test's), built by
+    ``builders`` (framework id -> ``module:function``): it becomes a choice of
+    exp.model (:func:`dlbench.config.catalog.add_model`)."""
+    add_model(info, builders)
+    REGISTRY.reset(_all_params())
+
+
+def unregister_model(model_id: str) -> None:
+    """Remove a model added with :func:`register_model`."""
+    remove_model(model_id)
     REGISTRY.reset(_all_params())
 
 

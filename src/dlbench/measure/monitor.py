@@ -1,4 +1,5 @@
-"""The resource monitor: a background thread in the worker that samples resource use.
+"""The resource monitor: a background thread in the worker that samples resource use,
+and the summaries of its samples over the timed section.
 
 Every ``interval`` seconds it records the worker's process tree (CPU %, resident
 memory), the host (memory in use, CPU busy), each NVIDIA GPU through NVML
@@ -6,6 +7,11 @@ memory), the host (memory in use, CPU busy), each NVIDIA GPU through NVML
 and, where Linux exposes RAPL, the CPU packages' energy. The timing loop marks the
 start and end of its timed batches (:meth:`ResourceMonitor.mark`, which also takes a
 sample there), and summaries are computed over that window.
+
+The sources are read elsewhere: :mod:`dlbench.measure.cpu_memory` (the process tree
+and the host's CPUs, through psutil), :mod:`dlbench.measure.nvml` (the GPUs) and
+:mod:`dlbench.measure.rapl` (CPU energy); this module combines them into rows, one
+per sample, and summarises them.
 
 The thread sleeps between samples. A sample costs well under a millisecond of
 Python (the process tree is read from ``/proc/<pid>/task/*/children`` rather than by
@@ -40,10 +46,9 @@ from typing import Any
 
 import psutil
 
+from dlbench.measure.cpu_memory import ProcessTree, busy_seconds
 from dlbench.measure.nvml import GpuSampler, load_nvml, reason_shares
-
-#: Where Linux exposes RAPL energy counters.
-RAPL_ROOT = Path("/sys/class/powercap")
+from dlbench.measure.rapl import RAPL_ROOT, RaplEnergy
 
 #: Shortest interval whose CPU percentages count towards a maximum: a few 10 ms ticks.
 MIN_RATE_SPAN = 0.03
@@ -53,117 +58,6 @@ _NOT_SUMMARISED = ("time", "cpu_energy_j")
 _NOT_SUMMARISED_SUFFIXES = ("_throttle", "_energy_j", "_used")
 
 Row = dict[str, Any]
-
-
-def busy_seconds() -> list[float]:
-    """Seconds each logical CPU has been busy since boot: neither idle nor waiting
-    for I/O (psutil's rule; Linux counts guest time inside user time too)."""
-    busy = []
-    for times in psutil.cpu_times(percpu=True):
-        total = sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
-        busy.append(total - times.idle - getattr(times, "iowait", 0.0))
-    return busy
-
-
-def tree_pids(pid: int) -> list[int]:
-    """``pid`` and all its descendants.
-
-    Reads ``/proc/<pid>/task/<tid>/children``, which costs a few reads of our own
-    tree, instead of scanning every process on the machine; falls back to psutil
-    where the kernel lacks that file.
-    """
-    found = [pid]
-    index = 0
-    while index < len(found):
-        try:
-            tasks = list(Path(f"/proc/{found[index]}/task").iterdir())
-        except OSError:
-            if index == 0:  # no /proc (or we are gone): ask psutil
-                return _psutil_tree(pid)
-            tasks = []  # a child that exited while we read: skip it
-        for task in tasks:
-            try:
-                found.extend(int(c) for c in (task / "children").read_text().split())
-            except FileNotFoundError:
-                if index == 0 and task.name == str(pid):  # kernel without the file
-                    return _psutil_tree(pid)
-            except (OSError, ValueError):
-                continue
-        index += 1
-    return found
-
-
-def _psutil_tree(pid: int) -> list[int]:
-    try:
-        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
-    except psutil.Error:
-        return [pid]
-
-
-class _ProcessTree:
-    """CPU time and resident memory of a process and its descendants."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.processes: dict[int, psutil.Process] = {}
-        self.cpu_seconds: dict[int, float] = {}
-
-    def sample(self) -> tuple[float, float, set[int]]:
-        """CPU seconds used since the previous sample, RSS in MiB, and the pids."""
-        used = rss = 0.0
-        pids = set(tree_pids(self.pid))
-        seen: dict[int, float] = {}
-        for pid in pids:
-            try:
-                process = self.processes.get(pid) or psutil.Process(pid)
-                with process.oneshot():
-                    times = process.cpu_times()
-                    memory = process.memory_info()
-            except psutil.Error:  # exited between listing and reading
-                continue
-            self.processes[pid] = process
-            seen[pid] = times.user + times.system
-            # A process first seen now most likely started since the last sample.
-            used += seen[pid] - self.cpu_seconds.get(pid, 0.0)
-            rss += memory.rss
-        self.cpu_seconds = seen
-        self.processes = {pid: p for pid, p in self.processes.items() if pid in seen}
-        return used, rss / 2**20, pids
-
-
-class _Rapl:
-    """Cumulative energy of the CPU packages from RAPL, with counter wraparound."""
-
-    def __init__(self, root: Path) -> None:
-        self.domains: list[tuple[Path, int]] = []
-        for domain in sorted(root.glob("intel-rapl:*")):
-            # Package domains only: sub-domains (core, dram: intel-rapl:0:0) are parts
-            # of a package, and "psys" covers the whole platform, packages included.
-            name_file = domain / "name"
-            if domain.name.count(":") != 1 or not name_file.is_file():
-                continue
-            if not name_file.read_text().strip().startswith("package"):
-                continue
-            self.domains.append((domain, int((domain / "max_energy_range_uj").read_text())))
-        if not self.domains:
-            raise FileNotFoundError(f"no RAPL package counters under {root}")
-        self.last = [self._raw(path) for path, _ in self.domains]
-        self.total_uj = 0
-
-    @staticmethod
-    def _raw(path: Path) -> int:
-        return int((path / "energy_uj").read_text())
-
-    def joules(self) -> float:
-        """Energy in J since this object was made."""
-        for i, (path, max_range) in enumerate(self.domains):
-            raw = self._raw(path)
-            delta = raw - self.last[i]
-            if delta < 0:  # the counter wrapped around at max_energy_range_uj
-                delta += max_range
-            self.total_uj += delta
-            self.last[i] = raw
-        return self.total_uj / 1e6
 
 
 class ResourceMonitor:
@@ -178,17 +72,18 @@ class ResourceMonitor:
         rapl_root: Path | None = None, gpus: bool = True,
     ) -> None:
         self.interval = interval
-        self.tree = _ProcessTree(os.getpid() if pid is None else pid)
+        self.tree = ProcessTree(os.getpid() if pid is None else pid)
         self.notes: list[str] = []
         self.rows: list[Row] = []
         self.marks: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._rapl_root = rapl_root or RAPL_ROOT  # read at run time: tests move it
+        # This module's RAPL_ROOT, read when a monitor is made: tests move it.
+        self._rapl_root = rapl_root or RAPL_ROOT
         self._want_gpus, self._nvml = gpus, nvml
         self.gpus: GpuSampler | None = None
-        self.rapl: _Rapl | None = None
+        self.rapl: RaplEnergy | None = None
         affinity = getattr(os, "sched_getaffinity", None)
         self.cpus = sorted(affinity(0)) if affinity else list(range(psutil.cpu_count() or 1))
         self._started = self._last = 0.0
@@ -207,7 +102,7 @@ class ResourceMonitor:
                     with contextlib.suppress(Exception):
                         nvml.nvmlShutdown()
         try:
-            self.rapl = _Rapl(self._rapl_root)
+            self.rapl = RaplEnergy(self._rapl_root)
         except (OSError, ValueError) as error:
             reason = ("RAPL counters are not readable (root only on recent kernels)"
                       if isinstance(error, PermissionError) else str(error))

@@ -20,7 +20,8 @@ import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dlbench.config.catalog import MODELS
+from dlbench.config.catalog import FRAMEWORKS, MODELS
+from dlbench.config.frameworks import DECLARATIONS
 from dlbench.errors import WorkerError
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ class ImageTooSmall(WorkerError):
 def check_input_shape(model_id: str, input_shape: tuple[int, ...]) -> None:
     """Raise :class:`ImageTooSmall` if ``input_shape`` (one sample, ``(C, H, W)`` for
     images) is too small for ``model_id``; torch-free, so a planner may call it too."""
-    minimum = MIN_IMAGE_SIZE.get(model_id)
+    info = MODELS.get(model_id)  # read now: a registered model counts too
+    minimum = info.min_image_size if info is not None else None
     if minimum is None or len(input_shape) < 2:
         return
     size = min(input_shape[-2:])
@@ -76,6 +78,18 @@ def load_builders(paths: Mapping[str, str]) -> dict[str, Any]:
     return table
 
 
+def _registered_builder(builders: Mapping[str, Any], model_id: str) -> Any:
+    """The builder of ``model_id`` when it was registered after ``builders`` was loaded
+    from a framework's declaration (``dlbench.config.registry.register_model``): from
+    that framework's current table in the catalog; None when there is none."""
+    for declared in DECLARATIONS:
+        if declared.builders and set(declared.builders) == set(builders):
+            current = FRAMEWORKS.get(declared.id)
+            if current is not None and model_id in current.builders:
+                return load_builders({model_id: current.builders[model_id]})[model_id]
+    return None
+
+
 def model_builder(
     builders: Mapping[str, _Builder], framework: str, model_id: str,
     input_shape: tuple[int, ...],
@@ -87,8 +101,11 @@ def model_builder(
     try:
         builder = builders[model_id]
     except KeyError:
-        known = ", ".join(sorted(builders))
-        raise KeyError(f"no {framework} builder for model {model_id!r}; known: {known}") from None
+        builder = _registered_builder(builders, model_id)
+        if builder is None:
+            known = ", ".join(sorted(builders))
+            raise KeyError(
+                f"no {framework} builder for model {model_id!r}; known: {known}") from None
     check_input_shape(model_id, input_shape)
     return builder
 

@@ -1,5 +1,8 @@
 """A/B comparison of two sets of results: which configurations got faster or slower.
 
+This module matches configurations and reaches the verdicts; the tables and the
+JSON document are made by :mod:`dlbench.report.compare_format`.
+
 Configurations are matched on the parameters that define a measurement (registry
 ``identity``, not derived, nothing from ``user.*``), except those that hold one value
 throughout A and another throughout B: such a parameter (``pytorch.num_threads`` 1
@@ -18,7 +21,7 @@ Example::
 
     comparison = compare_records(load_records(["old"]), load_records(["new"]),
                                  metric="results.throughput", threshold=0.05)
-    print("\\n".join(format_comparison(comparison, "text")))
+    comparison.has_regression()  # any configuration significantly slower
 """
 
 from __future__ import annotations
@@ -33,15 +36,11 @@ from typing import Any
 
 from dlbench.config.registry import REGISTRY
 from dlbench.errors import DlbenchError, ResultsError
-from dlbench.formats import REPORT_FORMATS
 from dlbench.report.aggregate import ENVIRONMENT_KEYS
-from dlbench.report.render import aligned_lines, csv_lines
 from dlbench.results.values import is_number as _is_number
-from dlbench.textsafe import safe_text
 
 #: Significance level of the test behind a verdict.
 ALPHA = 0.05
-FORMATS = REPORT_FORMATS
 VERDICTS = ("faster", "slower", "unchanged")
 _KEY_PARAMS = [p.name for p in REGISTRY if p.identity and not p.derived]
 _THRESHOLD_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
@@ -76,7 +75,8 @@ class ConfigComparison:
 
 @dataclass
 class Comparison:
-    """Everything :func:`compare_records` found; formatted by :func:`format_comparison`."""
+    """Everything :func:`compare_records` found; formatted by
+    :func:`dlbench.report.compare_format.format_comparison`."""
 
     metric: str
     higher_is_better: bool
@@ -128,13 +128,14 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A parameter's value as text: a string as it is, anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
     """A value for people: ``-`` where the parameter is absent."""
-    return "-" if value is None else _text(value)
+    return "-" if value is None else value_text(value)
 
 
 def _constant(records: Sequence[Mapping[str, Any]], name: str) -> bool:
@@ -192,8 +193,8 @@ def verdict(ratio: float, p_value: float | None, threshold: float, higher_better
 def _environment_warning(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     for name in ENVIRONMENT_KEYS:
-        in_a = sorted({_text(r[name]) for r in a if name in r})
-        in_b = sorted({_text(r[name]) for r in b if name in r})
+        in_a = sorted({value_text(r[name]) for r in a if name in r})
+        in_b = sorted({value_text(r[name]) for r in b if name in r})
         if in_a != in_b:
             parts.append(f"{name} (A: {', '.join(in_a) or '-'}; B: {', '.join(in_b) or '-'})")
     return "A and B ran in different environments: " + "; ".join(parts) if parts else ""
@@ -227,8 +228,8 @@ def _nothing_in_common(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, 
     """Why no configuration matched: the key parameters whose values differ."""
     apart = []
     for name in key_names:
-        in_a = {_key(r.get(name)): _shown(r.get(name)) for r in a}
-        in_b = {_key(r.get(name)): _shown(r.get(name)) for r in b}
+        in_a = {_key(r.get(name)): shown_value(r.get(name)) for r in a}
+        in_b = {_key(r.get(name)): shown_value(r.get(name)) for r in b}
         if in_a.keys() != in_b.keys():
             apart.append(f"{name} (A: {', '.join(in_a.values())}; B: {', '.join(in_b.values())})")
     return (
@@ -299,106 +300,3 @@ def compare_records(
         only_b=[label(g[0]) for k, g in groups_b.items() if k not in groups_a],
         warnings=[*([environment] if environment else []), *warnings], notes=notes,
     )
-
-
-# ---------------------------------------------------------------- formatting
-
-
-def _number(value: float) -> str:
-    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.4g}"
-
-
-def _p_text(p: float | None) -> str:
-    if p is None:
-        return "-"
-    return "<0.0001" if p < 0.0001 else f"{p:.4f}"
-
-
-def _config_text(config: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={_text(v)}" for k, v in config.items()) or "(one configuration)"
-
-
-def _header(c: Comparison) -> list[str]:
-    better = "higher" if c.higher_is_better else "lower"
-    lines = [
-        f"{c.metric} ({better} is better): ratio = B / A; a change counts when p < {ALPHA} "
-        f"(Welch's t-test on per-batch values) and |change| > {c.threshold * 100:g}%"
-    ]
-    if c.differing:
-        lines.append("A and B differ in: " + "; ".join(
-            f"{name} (A: {_shown(va)}, B: {_shown(vb)})" for name, (va, vb) in c.differing.items()))
-    return lines
-
-
-def _summary(c: Comparison) -> list[str]:
-    counts = c.counts()
-    geo = c.geometric_mean()
-    lines = [
-        f"faster: {counts['faster']}, slower: {counts['slower']}, "
-        f"unchanged: {counts['unchanged']}",
-        f"geometric mean of ratios: {geo:.4f} ({(geo - 1) * 100:+.2f}%)",
-    ]
-    for side, configs in (("A", c.only_a), ("B", c.only_b)):
-        if configs:
-            lines.append(f"only in {side}: " + " | ".join(_config_text(x) for x in configs))
-    lines.extend(f"note: {n}" for n in c.notes)
-    lines.append("note: consecutive batches are autocorrelated, so p-values are optimistic")
-    return lines
-
-
-def _as_json(c: Comparison) -> dict[str, Any]:
-    return {
-        "metric": c.metric, "higher_is_better": c.higher_is_better, "threshold": c.threshold,
-        "alpha": ALPHA,
-        "differing": {k: {"A": va, "B": vb} for k, (va, vb) in c.differing.items()},
-        "rows": [
-            {**row.config, "A": row.a, "B": row.b, "ratio": row.ratio,
-             "change_pct": row.change_pct, "p_value": row.p_value, "verdict": row.verdict,
-             "records_A": row.n_a, "records_B": row.n_b}
-            for row in c.rows
-        ],
-        "counts": c.counts(), "geometric_mean": c.geometric_mean(),
-        "only_A": c.only_a, "only_B": c.only_b, "warnings": c.warnings, "notes": c.notes,
-    }
-
-
-def format_comparison(c: Comparison, fmt: str = "text") -> list[str]:
-    """The comparison as lines of ``text``, ``markdown``, ``csv`` (the table only, full
-    precision) or ``json`` (one document). Warnings are not included: print them apart.
-    """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; accepted: {', '.join(FORMATS)}")
-    if fmt == "json":
-        return json.dumps(_as_json(c), indent=2).splitlines()
-    headers = [*c.columns, "A", "B", "ratio", "change %", "p-value", "verdict"]
-    if fmt == "csv":
-        raw = [[*(_csv_text(row.config[n]) for n in c.columns), row.a, row.b, row.ratio,
-                row.change_pct, row.p_value, row.verdict] for row in c.rows]
-        return csv_lines([[*c.columns, "A", "B", "ratio", "change_pct", "p_value", "verdict"],
-                          *raw])
-    cells = [[*(_text(row.config[n]) for n in c.columns), _number(row.a), _number(row.b),
-              f"{row.ratio:.4f}", f"{row.change_pct:+.2f}", _p_text(row.p_value), row.verdict]
-             for row in c.rows]
-    # Labels left-aligned; numbers read better right-aligned, so pad them here.
-    for i in range(len(c.columns), len(headers) - 1):
-        width = max(len(headers[i]), *(len(line[i]) for line in cells))
-        headers[i] = headers[i].rjust(width)
-        for line in cells:
-            line[i] = line[i].rjust(width)
-    table = aligned_lines([_one_line(h) for h in headers],
-                          [[_one_line(cell) for cell in line] for line in cells],
-                          [False] * len(headers), markdown=fmt == "markdown")
-    return [*_header(c), "", *table, "", *_summary(c)]
-
-
-def _one_line(text: str) -> str:
-    # A newline in a cell would break the table apart; escape sequences are shown
-    # escaped, never sent to the terminal.
-    return safe_text(text.replace("\r", " ").replace("\n", " "))
-
-
-def _csv_text(value: Any) -> Any:
-    """A configuration value for csv: lists and dicts as compact JSON."""
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return value

@@ -1,0 +1,124 @@
+"""The A/B comparison as text, markdown, csv or JSON: the table of configurations with
+their ratio, p-value and verdict, a header saying how verdicts are reached, and a
+summary (counts, geometric mean, configurations on one side only).
+
+Example::
+
+    comparison = compare_records(load_records(["old"]), load_records(["new"]),
+                                 metric="results.throughput", threshold=0.05)
+    print("\\n".join(format_comparison(comparison, "text")))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from dlbench.formats import REPORT_FORMATS
+from dlbench.report.compare import ALPHA, Comparison, shown_value, value_text
+from dlbench.report.render import aligned_lines, csv_lines
+from dlbench.textsafe import safe_text
+
+FORMATS = REPORT_FORMATS
+
+
+def _number(value: float) -> str:
+    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.4g}"
+
+
+def _p_text(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def _config_text(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={value_text(v)}" for k, v in config.items()) or "(one configuration)"
+
+
+def _header(c: Comparison) -> list[str]:
+    better = "higher" if c.higher_is_better else "lower"
+    lines = [
+        f"{c.metric} ({better} is better): ratio = B / A; a change counts when p < {ALPHA} "
+        f"(Welch's t-test on per-batch values) and |change| > {c.threshold * 100:g}%"
+    ]
+    if c.differing:
+        lines.append("A and B differ in: " + "; ".join(
+            f"{name} (A: {shown_value(va)}, B: {shown_value(vb)})"
+            for name, (va, vb) in c.differing.items()))
+    return lines
+
+
+def _summary(c: Comparison) -> list[str]:
+    counts = c.counts()
+    geo = c.geometric_mean()
+    lines = [
+        f"faster: {counts['faster']}, slower: {counts['slower']}, "
+        f"unchanged: {counts['unchanged']}",
+        f"geometric mean of ratios: {geo:.4f} ({(geo - 1) * 100:+.2f}%)",
+    ]
+    for side, configs in (("A", c.only_a), ("B", c.only_b)):
+        if configs:
+            lines.append(f"only in {side}: " + " | ".join(_config_text(x) for x in configs))
+    lines.extend(f"note: {n}" for n in c.notes)
+    lines.append("note: consecutive batches are autocorrelated, so p-values are optimistic")
+    return lines
+
+
+def _as_json(c: Comparison) -> dict[str, Any]:
+    return {
+        "metric": c.metric, "higher_is_better": c.higher_is_better, "threshold": c.threshold,
+        "alpha": ALPHA,
+        "differing": {k: {"A": va, "B": vb} for k, (va, vb) in c.differing.items()},
+        "rows": [
+            {**row.config, "A": row.a, "B": row.b, "ratio": row.ratio,
+             "change_pct": row.change_pct, "p_value": row.p_value, "verdict": row.verdict,
+             "records_A": row.n_a, "records_B": row.n_b}
+            for row in c.rows
+        ],
+        "counts": c.counts(), "geometric_mean": c.geometric_mean(),
+        "only_A": c.only_a, "only_B": c.only_b, "warnings": c.warnings, "notes": c.notes,
+    }
+
+
+def format_comparison(c: Comparison, fmt: str = "text") -> list[str]:
+    """The comparison as lines of ``text``, ``markdown``, ``csv`` (the table only, full
+    precision) or ``json`` (one document). Warnings are not included: print them apart.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; accepted: {', '.join(FORMATS)}")
+    if fmt == "json":
+        return json.dumps(_as_json(c), indent=2).splitlines()
+    headers = [*c.columns, "A", "B", "ratio", "change %", "p-value", "verdict"]
+    if fmt == "csv":
+        raw = [[*(_csv_text(row.config[n]) for n in c.columns), row.a, row.b, row.ratio,
+                row.change_pct, row.p_value, row.verdict] for row in c.rows]
+        return csv_lines([[*c.columns, "A", "B", "ratio", "change_pct", "p_value", "verdict"],
+                          *raw])
+    cells = [[*(value_text(row.config[n]) for n in c.columns), _number(row.a), _number(row.b),
+              f"{row.ratio:.4f}", f"{row.change_pct:+.2f}", _p_text(row.p_value), row.verdict]
+             for row in c.rows]
+    # Labels left-aligned; numbers read better right-aligned, so pad them here.
+    for i in range(len(c.columns), len(headers) - 1):
+        width = max(len(headers[i]), *(len(line[i]) for line in cells))
+        headers[i] = headers[i].rjust(width)
+        for line in cells:
+            line[i] = line[i].rjust(width)
+    table = aligned_lines([_one_line(h) for h in headers],
+                          [[_one_line(cell) for cell in line] for line in cells],
+                          [False] * len(headers), markdown=fmt == "markdown")
+    return [*_header(c), "", *table, "", *_summary(c)]
+
+
+def _one_line(text: str) -> str:
+    # A newline in a cell would break the table apart; escape sequences are shown
+    # escaped, never sent to the terminal.
+    return safe_text(text.replace("\r", " ").replace("\n", " "))
+
+
+def _csv_text(value: Any) -> Any:
+    """A configuration value for csv: lists and dicts as compact JSON."""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return value
