@@ -12,6 +12,7 @@ which knobs it supports, under which parameter name, with :meth:`Knob.param`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,10 @@ class Param:
     knob: str = ""  # the shared knob (Knob.id) this parameter is a framework's name of
     minimum: float | None = None  # smallest accepted value; the plan refuses less
     minimum_note: str = ""  # what the smallest value means, shown with the refusal
+    #: Computes the value from others (given a getter of resolved values) when the
+    #: spec does not set it: for a value an expression would write badly (a lookup
+    #: in a table). ``default`` then says in words what it is derived from.
+    derive: Callable[[Callable[[str], Any]], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES:
@@ -44,7 +49,8 @@ class Param:
     @property
     def derived(self) -> bool:
         """True when the default is computed from other parameters."""
-        return isinstance(self.default, str) and ("${" in self.default or "$(" in self.default)
+        return self.derive is not None or (
+            isinstance(self.default, str) and ("${" in self.default or "$(" in self.default))
 
     @property
     def namespace(self) -> str:

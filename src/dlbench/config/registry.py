@@ -114,14 +114,6 @@ def _text_of(name: str) -> str:
     return '"""${' + name + '}""".strip("\'")'
 
 
-def _title_of(name: str, titles: Mapping[str, str]) -> str:
-    """``$(...)$`` giving the title of the id in ``name``, or the id itself if it has none
-    (an unknown id is reported by the plan checks, not here)."""
-    key = _text_of(name)
-    entries = ", ".join(f"{k!r}: {v!r}" for k, v in titles.items())
-    return f"$({{{key}: {key}, {entries}}}[{key}])$"
-
-
 #: Statuses a spec may give exp.status: run the experiment (empty or `ok`), or leave it
 #: out of the plan (DLBS's `disabled`, `inactive`).
 STATUS_INPUTS = ("", "ok", "disabled", "inactive")
@@ -135,9 +127,9 @@ def _framework_param() -> Param:
 
 def _framework_title_param() -> Param:
     """exp.framework_title, derived from the declared frameworks' titles."""
-    return Param("exp.framework_title", "str", _title_of("exp.framework", {
-                     k: v.title for k, v in FRAMEWORKS.items()}),
-                 "Human title of exp.framework (`PyTorch`); derived.", identity=False)
+    return Param("exp.framework_title", "str", "the title of exp.framework",
+                 "Human title of exp.framework (`PyTorch`); derived.", identity=False,
+                 derive=lambda get: _title(FRAMEWORKS, get("exp.framework")))
 
 
 def _model_param() -> Param:
@@ -148,9 +140,16 @@ def _model_param() -> Param:
 
 def _model_title_param() -> Param:
     """exp.model_title, derived from the catalog's titles."""
-    return Param("exp.model_title", "str", _title_of("exp.model", {
-                     k: v.title for k, v in MODELS.items()}),
-                 "Human title of exp.model (`ResNet-50`); derived.", identity=False)
+    return Param("exp.model_title", "str", "the title of exp.model",
+                 "Human title of exp.model (`ResNet-50`); derived.", identity=False,
+                 derive=lambda get: _title(MODELS, get("exp.model")))
+
+
+def _title(table: Mapping[str, Any], key: Any) -> str:
+    """The title of ``key`` in ``table``, or ``key`` itself when it has none (an
+    unknown id is reported by the plan checks, not here)."""
+    entry = table.get(key) if isinstance(key, str) else None
+    return str(entry.title) if entry is not None else str(key)
 
 
 _EXP = [

@@ -218,6 +218,9 @@ class Resolver:
 
     def _resolve_param(self, name: str) -> Any:
         item = self._raw[name]
+        param = REGISTRY.get(name)
+        if param is not None and param.derive is not None and item.source == "default":
+            return param.derive(self.get)
         value = self._resolve(item.value, name)
         if isinstance(value, (list, dict)):
             size = value_size(value, MAX_VALUE_SIZE, self._sizes)
@@ -227,7 +230,6 @@ class Resolver:
                     f"elements")
             self._sizes[id(value)] = size
             self._measured.append(value)
-        param = REGISTRY.get(name)
         if param is None:
             return value
         try:
