@@ -66,6 +66,6 @@ def test_builder_tables_name_catalog_models_and_functions_that_exist() -> None:
 
 
 def test_model_info_has_no_framework_list_of_its_own() -> None:
-    # Which frameworks define a model is theirs to say (model_frameworks), never a
-    # second list on the model that can go stale.
+    # Which frameworks define a model is derived (model_frameworks) from its builders,
+    # the one table, never a second list on the model that can go stale.
     assert "frameworks" not in {field.name for field in dataclasses.fields(ModelInfo)}

@@ -28,9 +28,9 @@ SRC = ROOT / "src" / "dlbench"
 DESIGN = ROOT / "docs" / "design.md"
 
 #: Shared by every layer: the error hierarchy, terminal-safe text, the names of the
-#: output formats and the version (``dlbench/__init__.py``, the unit called ``dlbench``
-#: here). They import nothing of dlbench.
-BASE = frozenset({"dlbench", "errors", "formats", "textsafe"})
+#: output formats, the plug-in registry and the version (``dlbench/__init__.py``, the
+#: unit called ``dlbench`` here). They import nothing of dlbench.
+BASE = frozenset({"dlbench", "errors", "formats", "textsafe", "plugins"})
 
 #: What each unit (a top-level package or module of dlbench) may import besides
 #: itself and :data:`BASE`. Worker side, bottom up: config <- results <- measure <-
@@ -40,6 +40,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "formats": frozenset(),
     "textsafe": frozenset(),
+    "plugins": frozenset(),
     "config": frozenset(),
     "results": frozenset({"config"}),
     "measure": frozenset({"config", "results"}),
@@ -62,8 +63,8 @@ FRAMEWORKS = frozenset({"torch", "jax", "jaxlib", "flax", "optax", "tensorflow",
                         "onnx", "onnxruntime"})
 
 #: Units that run in the parent process: none may import a framework at module level.
-PARENT_SIDE = ("dlbench", "errors", "formats", "textsafe", "config", "results", "launch",
-               "report", "suites", "cli")
+PARENT_SIDE = ("dlbench", "errors", "formats", "textsafe", "plugins", "config", "results",
+               "launch", "report", "suites", "cli")
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from dlbench.backends.pytorch import model_summary
@@ -9,16 +11,29 @@ from dlbench.config.catalog import MODELS
 from dlbench.config.model_sizes import MODEL_SIZES
 
 
-def test_every_model_has_an_entry() -> None:
-    assert set(MODEL_SIZES) == set(MODELS)
+def test_every_entry_is_a_model() -> None:
+    assert set(MODEL_SIZES) <= set(MODELS), "entries of models that are gone"
+    assert "resnet50" in MODEL_SIZES
 
 
 @pytest.mark.parametrize("model_id", sorted(MODELS))
 def test_sizes_are_recounted(model_id: str) -> None:
     counted = model_summary(model_id)
+    line = f"update src/dlbench/config/model_sizes.py: {model_id!r}: {counted}"
+    reference = MODELS[model_id].reference_params
+    if reference is not None:
+        assert counted[0] == reference
+    if model_id not in MODEL_SIZES:
+        # a cache, not a registration: `dlbench help --models` shows "-" until it is added
+        warnings.warn(line, stacklevel=1)
+        return
     expected = MODEL_SIZES[model_id]
-    assert counted == (expected[0], None if expected[1] is None else float(expected[1])), (
-        f"update src/dlbench/config/model_sizes.py: {model_id!r}: {counted}"
-    )
-    if MODELS[model_id].reference_params is not None:
-        assert expected[0] == MODELS[model_id].reference_params
+    assert counted == (expected[0], None if expected[1] is None else float(expected[1])), line
+
+
+def test_a_model_without_an_entry_is_counted_and_warned_about(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(MODEL_SIZES, "toy")
+    with pytest.warns(UserWarning, match=r"model_sizes\.py: 'toy': \(9610, 18944\.0\)"):
+        test_sizes_are_recounted("toy")

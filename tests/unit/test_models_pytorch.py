@@ -9,13 +9,14 @@ import pytest
 import torch
 from torch import nn
 
-from dlbench.config.catalog import _CORE_MODELS, MODELS, model_frameworks, model_input_shape
+from dlbench.config.catalog import MODELS, model_frameworks, model_input_shape
+from dlbench.config.zoo_core import CORE_MODELS
 from dlbench.models import MIN_IMAGE_SIZE, ImageTooSmall, build_pytorch_model
 from dlbench.models.pytorch import PYTORCH_BUILDERS
 from tests.unit.meta_models import build_on_meta, count_params
 
 # The core models; the vision zoo and the domain models have test files of their own.
-PYTORCH_MODELS = [info.id for info in _CORE_MODELS if "pytorch" in model_frameworks(info.id)]
+PYTORCH_MODELS = [info.id for info in CORE_MODELS if "pytorch" in model_frameworks(info.id)]
 IMAGE_MODELS = [model_id for model_id in PYTORCH_MODELS if MODELS[model_id].is_image]
 
 # Small enough for a fast CPU test, large enough to be a size the brief supports.

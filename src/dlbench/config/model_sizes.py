@@ -1,9 +1,12 @@
 """Parameters and inference FLOPs per sample of every model at its published size.
 
 Counted by ``dlbench.backends.pytorch.model_summary`` (PyTorch's FlopCounterMode on the
-meta device) and kept here so that ``dlbench help --models`` answers at once; the test
-``tests/unit/test_model_sizes.py`` recounts every entry and prints the table to paste
-when a model changes. Training FLOPs (forward and backward) are counted in each run:
+meta device) and kept here so that ``dlbench help --models`` answers at once without
+importing torch. A cache, not a registration: a model without an entry (one just added,
+or a plug-in's) is shown with ``-`` for both numbers until its line is added. The test
+``tests/unit/test_model_sizes.py`` recounts every entry (failing on a stale one, with
+the line to paste) and warns with the line to paste for a model that has none.
+Training FLOPs (forward and backward) are counted in each run:
 ``results.flops_per_sample``.
 """
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 #: File name endings read as images from exp.data_dir.
@@ -15,6 +16,19 @@ TASKS = (
     "recommendation", "super_resolution", "style_transfer", "detection", "regression",
     "time_series", "reinforcement_learning", "input_pipeline",
 )
+
+
+def built_by(**paths: str) -> dict[str, str]:
+    """A model's builders, ``{framework id: "module:function"}``, from paths relative to
+    each framework's package of builders, ``dlbench.models.<framework id>``.
+
+    >>> built_by(pytorch="resnet:resnet18")
+    {'pytorch': 'dlbench.models.pytorch.resnet:resnet18'}
+    """
+    for framework, path in paths.items():
+        if ":" not in path:
+            raise ValueError(f"builder {framework}={path!r} is not module:function")
+    return {framework: f"dlbench.models.{framework}.{path}" for framework, path in paths.items()}
 
 
 @dataclass(frozen=True)
@@ -42,7 +56,8 @@ class ModelInfo:
     # What one step does with the model, one of TASKS: each framework runs the workload
     # of the task (dlbench.models.<framework>.workloads), "classification"
     # (cross-entropy on labels) unless the model says otherwise. Which frameworks
-    # define the model is theirs to say (dlbench.config.catalog.model_frameworks).
+    # define the model: those its builders name, with fake (every model) and ONNX
+    # Runtime (its own list) (dlbench.config.catalog.model_frameworks).
     task: str = "classification"
     # Published sequence length (tokens, time steps, environment steps of a rollout) of
     # the models exp.seq_len resizes; a model whose input is that sequence declares
@@ -50,6 +65,11 @@ class ModelInfo:
     seq_len: int | None = None
     # Token ids of language models are below this (real text is hashed into it).
     vocab_size: int | None = None
+    # Its builders: framework id -> `module:function` building the model, imported only
+    # in the worker (dlbench.models.load_builders); built_by() writes them in one line.
+    # A framework's builder table is every model whose builders name it
+    # (dlbench.config.zoo.zoo_builders). Left out of the hash: a dict has none.
+    builders: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:

@@ -289,11 +289,11 @@ def unregister_framework(framework: str) -> None:
     REGISTRY.reset(_all_params())
 
 
-def register_model(info: ModelInfo, builders: Mapping[str, str]) -> None:
-    """Add a model defined outside the catalog (a plug-in, or a test's), built by
-    ``builders`` (framework id -> ``module:function``): it becomes a choice of
-    exp.model (:func:`dlbench.config.catalog.add_model`)."""
-    add_model(info, builders)
+def register_model(info: ModelInfo) -> None:
+    """Add a model defined outside the tree (a plug-in, or a test's), built by its
+    ``info.builders`` (framework id -> ``module:function``, as in a zoo entry): it
+    becomes a choice of exp.model (:func:`dlbench.config.catalog.add_model`)."""
+    add_model(info)
     REGISTRY.reset(_all_params())
 
 

@@ -2,8 +2,9 @@
 recommendation, super-resolution, style transfer, detection, regression, time series
 and reinforcement learning, plus the input pipeline alone.
 
-Plain metadata (``ModelInfo``); the builders and what a training step does (the
-workload) live in ``dlbench.models.pytorch``. Each model counts throughput in its
+Plain metadata (``ModelInfo``, each entry naming its builders with ``built_by``); the
+builders and what a training step does (the workload) live in
+``dlbench.models.pytorch``. Each model counts throughput in its
 natural unit (``unit``): tokens for language models, images, samples, environment
 steps. ``num_classes`` is the width of the model's output softmax where it has one
 (the vocabulary of a language model, the actions of a policy) and 1 otherwise.
@@ -15,11 +16,12 @@ whose architectures fix their 64x64 and 28x28 images.
 
 from __future__ import annotations
 
-from dlbench.config.modelinfo import ModelInfo
+from dlbench.config.modelinfo import ModelInfo, built_by
 
 DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ModelInfo(
         id="bert_base",
+        builders=built_by(pytorch="lm:bert_base", jax="lm:bert_base", tensorflow="lm:bert_base"),
         title="BERT-base (masked LM)",
         domain="language modelling",
         input_shape=(128,),
@@ -41,6 +43,8 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="gpt2_small",
+        builders=built_by(pytorch="lm:gpt2_small", jax="lm:gpt2_small",
+                          tensorflow="lm:gpt2_small"),
         title="GPT-2 small",
         domain="language modelling",
         input_shape=(1024,),
@@ -60,6 +64,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="wlm",
+        builders=built_by(pytorch="lm:wlm"),
         title="Word language model (LSTM)",
         domain="language modelling",
         input_shape=(35,),
@@ -78,6 +83,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="translator",
+        builders=built_by(pytorch="translation:translator"),
         title="Transformer base (translation)",
         domain="machine translation",
         input_shape=(64,),
@@ -95,6 +101,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="dcgan",
+        builders=built_by(pytorch="generative:dcgan"),
         title="DCGAN",
         domain="image generation",
         input_shape=(3, 64, 64),
@@ -112,6 +119,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="vae",
+        builders=built_by(pytorch="generative:vae"),
         title="Variational auto-encoder",
         domain="image generation",
         input_shape=(1, 28, 28),
@@ -126,6 +134,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="ncf",
+        builders=built_by(pytorch="recsys_toys:ncf"),
         title="Neural collaborative filtering (NeuMF)",
         domain="recommendation",
         input_shape=(2,),
@@ -141,6 +150,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="espcn",
+        builders=built_by(pytorch="imaging:espcn"),
         title="ESPCN super-resolution x3",
         domain="super-resolution",
         input_shape=(1, 85, 85),
@@ -155,6 +165,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="fast_style",
+        builders=built_by(pytorch="imaging:fast_style"),
         title="Fast neural style",
         domain="style transfer",
         input_shape=(3, 256, 256),
@@ -171,6 +182,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="ssd_lite",
+        builders=built_by(pytorch="detection:ssd_lite"),
         title="SSDLite (MobileNetV2)",
         domain="object detection",
         input_shape=(3, 320, 320),
@@ -186,6 +198,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="toy_reg",
+        builders=built_by(pytorch="recsys_toys:toy_reg"),
         title="Polynomial regression (toy)",
         domain="regression",
         input_shape=(1,),
@@ -201,6 +214,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="toy_lstm",
+        builders=built_by(pytorch="recsys_toys:toy_lstm"),
         title="LSTM time-series prediction (toy)",
         domain="time series",
         input_shape=(1000,),
@@ -217,6 +231,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="cart",
+        builders=built_by(pytorch="cartpole:cart"),
         title="Cart-pole REINFORCE agent",
         domain="reinforcement learning",
         input_shape=(4,),
@@ -234,6 +249,7 @@ DOMAIN_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="loader",
+        builders=built_by(pytorch="workload_base:no_model"),
         title="Image loader",
         domain="input pipeline",
         input_shape=(3, 224, 224),

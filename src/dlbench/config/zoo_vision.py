@@ -1,7 +1,8 @@
 """DLBS's image classification models beyond the core set, and today's common
 references (mobilenet_v2, vit_b16).
 
-Plain metadata (``ModelInfo``); the builders live in ``dlbench.models``.
+Plain metadata (``ModelInfo``), each entry naming its builders per framework
+(``built_by``); the builders live in ``dlbench.models``.
 
 ``reference_params`` is the count at the published input and 1000 classes (8192
 states for the acoustic model), checked by the tests: torchvision's counts where
@@ -13,11 +14,12 @@ each model at every size: one pixel less fails inside a pooling or strided layer
 
 from __future__ import annotations
 
-from dlbench.config.modelinfo import ModelInfo
+from dlbench.config.modelinfo import ModelInfo, built_by
 
 
 def _image(
     model_id: str,
+    builders: dict[str, str],
     title: str,
     side: int,
     params: int,
@@ -38,12 +40,16 @@ def _image(
         reference_params=params,
         min_image_size=min_size,
         description=description,
+        builders=builders,
     )
 
 
-def _vgg(depth: int, params: int, config: str) -> ModelInfo:
+def _vgg(depth: int, params: int, config: str, **others: str) -> ModelInfo:
+    """VGG-``depth``, built by PyTorch's vgg module and by ``others`` (framework id ->
+    path, as ``built_by`` takes them)."""
     return _image(
         f"vgg{depth}",
+        built_by(pytorch=f"vgg:vgg{depth}", **others),
         f"VGG-{depth}",
         224,
         params,
@@ -56,6 +62,8 @@ def _vgg(depth: int, params: int, config: str) -> ModelInfo:
 VISION_MODELS: tuple[ModelInfo, ...] = (
     _image(
         "alexnet_owt",
+        built_by(pytorch="dlbs_classics:alexnet_owt", jax="vision:alexnet_owt",
+                 tensorflow="vision:alexnet_owt"),
         "AlexNet (one weird trick)",
         224,
         61_100_840,
@@ -65,6 +73,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "overfeat",
+        built_by(pytorch="dlbs_classics:overfeat"),
         "OverFeat",
         231,
         145_920_872,
@@ -74,6 +83,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "googlenet",
+        built_by(pytorch="inception:googlenet"),
         "GoogLeNet",
         224,
         6_624_904,
@@ -83,6 +93,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "inception3",
+        built_by(pytorch="inception:inception3"),
         "Inception-v3",
         299,
         27_161_264,
@@ -92,6 +103,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "inception4",
+        built_by(pytorch="inception4:inception4"),
         "Inception-v4",
         299,
         42_679_816,
@@ -102,10 +114,11 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _vgg(11, 132_863_336, "A"),
     _vgg(13, 133_047_848, "B"),
-    _vgg(16, 138_357_544, "D"),
+    _vgg(16, 138_357_544, "D", jax="vision:vgg16", tensorflow="vision:vgg16"),
     _vgg(19, 143_667_240, "E"),
     _image(
         "resnet200",
+        built_by(pytorch="resnet:resnet200"),
         "ResNet-200",
         224,
         64_673_832,
@@ -114,6 +127,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "resnet269",
+        built_by(pytorch="resnet:resnet269"),
         "ResNet-269",
         224,
         102_073_384,
@@ -122,6 +136,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "mobilenet_v2",
+        built_by(pytorch="mobile:mobilenet_v2"),
         "MobileNetV2",
         224,
         3_504_872,
@@ -129,6 +144,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "vit_b16",
+        built_by(pytorch="vit:vit_b16"),
         "ViT-B/16",
         224,
         86_567_656,
@@ -139,6 +155,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="acoustic_model",
+        builders=built_by(pytorch="dlbs_classics:acoustic_model"),
         title="Acoustic model",
         domain="speech",
         input_shape=(540,),

@@ -28,13 +28,13 @@ Adding a launcher::
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dlbench.launch.progress import Reporter
+from dlbench.plugins import Registry, load_class
 
 if TYPE_CHECKING:
     from dlbench.launch.runner import SweepResult
@@ -91,45 +91,36 @@ class LauncherEntry:
 
     def create(self, options: Mapping[str, Any], report: Reporter) -> Launcher:
         """The launcher, set up from its flags' values (see :meth:`Launcher.create`)."""
-        implementation = self.implementation
-        if isinstance(implementation, str):
-            module, _, name = implementation.partition(":")
-            implementation = getattr(importlib.import_module(module), name)
-        assert isinstance(implementation, type) and issubclass(implementation, Launcher)
-        return implementation.create(options, report)
+        return load_class(self.implementation, Launcher).create(options, report)
 
 
-_REGISTRY: dict[str, LauncherEntry] = {}
+_REGISTRY: Registry[LauncherEntry] = Registry("launcher")
 
 
 def register(
     name: str, help: str, implementation: str | type[Launcher], flags: Sequence[Flag] = ()
 ) -> LauncherEntry:
     """Add a launcher; ``ValueError`` when ``name`` or one of its flags is taken."""
-    if name in _REGISTRY:
-        raise ValueError(f"launcher {name!r} is already registered")
-    taken = {flag.name for entry in _REGISTRY.values() for flag in entry.flags}
-    if taken & {flag.name for flag in flags}:
+    taken = {flag.name for entry in _REGISTRY.entries() for flag in entry.flags}
+    # A taken name is the registry's to refuse, and is refused before taken flags.
+    if name not in _REGISTRY and taken & {flag.name for flag in flags}:
         raise ValueError(f"launcher {name!r}: flags {sorted(taken)} are taken")
-    _REGISTRY[name] = LauncherEntry(name, help, implementation, tuple(flags))
-    return _REGISTRY[name]
+    return _REGISTRY.add(name, LauncherEntry(name, help, implementation, tuple(flags)))
 
 
 def unregister(name: str) -> None:
     """Remove a launcher (a test's own, once the test is done)."""
-    del _REGISTRY[name]
+    _REGISTRY.remove(name)
 
 
 def launchers() -> list[LauncherEntry]:
     """Every registered launcher, in registration order (the first is the default)."""
-    return list(_REGISTRY.values())
+    return _REGISTRY.entries()
 
 
 def launcher(name: str) -> LauncherEntry:
     """The registered launcher ``name``; ``ValueError`` for an unknown one."""
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown launcher {name!r}; accepted: {', '.join(_REGISTRY)}")
-    return _REGISTRY[name]
+    return _REGISTRY.get(name)
 
 
 register("local", "one worker after another on this machine (default)",

@@ -68,9 +68,9 @@ def check_input_shape(model_id: str, input_shape: tuple[int, ...]) -> None:
 def load_builders(paths: Mapping[str, str]) -> dict[str, Any]:
     """A framework's builder table, ``{model id: builder}``, from its declaration's
     ``{model id: "module:function"}`` (:attr:`FrameworkInfo.builders
-    <dlbench.config.frameworks.base.FrameworkInfo.builders>`): the one list of the
-    models a framework defines, readable by the planner without importing the
-    framework, resolved here in the worker."""
+    <dlbench.config.frameworks.base.FrameworkInfo.builders>`, derived from the
+    models' zoo entries): the one list of the models a framework defines, readable by
+    the planner without importing the framework, resolved here in the worker."""
     table = {}
     for model_id, path in paths.items():
         module, _, function = path.partition(":")

@@ -20,11 +20,12 @@ Adding a report type::
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from dlbench.plugins import Registry, load_class
 
 if TYPE_CHECKING:
     from dlbench.report.cells import Report
@@ -61,40 +62,30 @@ class ReportTypeEntry:
 
     def load(self) -> ReportType:
         """An instance of the report type's class, imported now if need be."""
-        implementation = self.implementation
-        if isinstance(implementation, str):
-            module, _, name = implementation.partition(":")
-            implementation = getattr(importlib.import_module(module), name)
-        assert isinstance(implementation, type) and issubclass(implementation, ReportType)
-        return implementation()
+        return load_class(self.implementation, ReportType)()
 
 
-_REGISTRY: dict[str, ReportTypeEntry] = {}
+_REGISTRY: Registry[ReportTypeEntry] = Registry("report type")
 
 
 def register(name: str, help: str, implementation: str | type[ReportType]) -> ReportTypeEntry:
     """Add a report type; ``ValueError`` when ``name`` is taken."""
-    if name in _REGISTRY:
-        raise ValueError(f"report type {name!r} is already registered")
-    _REGISTRY[name] = ReportTypeEntry(name, help, implementation)
-    return _REGISTRY[name]
+    return _REGISTRY.add(name, ReportTypeEntry(name, help, implementation))
 
 
 def unregister(name: str) -> None:
     """Remove a report type (a test's own, once the test is done)."""
-    del _REGISTRY[name]
+    _REGISTRY.remove(name)
 
 
 def report_types() -> list[ReportTypeEntry]:
     """Every registered report type, in registration order."""
-    return list(_REGISTRY.values())
+    return _REGISTRY.entries()
 
 
 def report_type(name: str) -> ReportTypeEntry:
     """The registered report type ``name``; ``ValueError`` for an unknown one."""
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown report type {name!r}; accepted: {', '.join(_REGISTRY)}")
-    return _REGISTRY[name]
+    return _REGISTRY.get(name)
 
 
 register("exploration", "models by replica batch size (batch time, throughput)",

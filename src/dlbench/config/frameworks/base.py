@@ -40,8 +40,9 @@ class FrameworkInfo:
     phases: tuple[str, ...] = ("training", "inference")
     description: str = ""
     # Its builder table: model id -> `module:function` building the model, imported
-    # only in the worker (dlbench.models.load_builders). The models it defines are
-    # this table's, unless `models` says otherwise.
+    # only in the worker (dlbench.models.load_builders); derived from the models' zoo
+    # entries (dlbench.config.zoo.zoo_builders). The models it defines are this
+    # table's, unless `models` says otherwise.
     builders: Mapping[str, str] = field(default_factory=dict)
     # Models this framework defines when it has no builders of its own (ONNX Runtime
     # runs PyTorch's); None: every model of the catalog.

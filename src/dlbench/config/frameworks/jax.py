@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dlbench.config.frameworks.base import FrameworkInfo
 from dlbench.config.params import OPTIMIZER, SEED, Param
-
-#: Where its builders live (dlbench.models.jax).
-_M = "dlbench.models.jax."
+from dlbench.config.zoo import zoo_builders
 
 FRAMEWORK = FrameworkInfo(
     id="jax",
@@ -17,16 +15,8 @@ FRAMEWORK = FrameworkInfo(
     description="JAX with Flax models and Optax optimizers; jit-compiled steps.",
     data_parallel="in_process",
     devices="dlbench.backends.jax_backend:available_devices",
-    builders={
-        "toy": _M + "simple:toy",
-        "deep_mnist": _M + "simple:deep_mnist",
-        "alexnet_owt": _M + "vision:alexnet_owt",
-        "vgg16": _M + "vision:vgg16",
-        "resnet18": _M + "resnet:resnet18",
-        "resnet50": _M + "resnet:resnet50",
-        "bert_base": _M + "lm:bert_base",
-        "gpt2_small": _M + "lm:gpt2_small",
-    },
+    # every model whose zoo entry names a jax builder (dlbench.config.zoo)
+    builders=zoo_builders("jax"),
     params=(
         OPTIMIZER.param("jax.optimizer",
                         "Optimizer of the training phase (Optax): `sgd` (momentum 0.9) or "

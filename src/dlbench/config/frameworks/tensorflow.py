@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dlbench.config.frameworks.base import FrameworkInfo
 from dlbench.config.params import COMPILE, INTER_OP_THREADS, OPTIMIZER, SEED, THREADS, Param
-
-#: Where its builders live (dlbench.models.tensorflow).
-_M = "dlbench.models.tensorflow."
+from dlbench.config.zoo import zoo_builders
 
 FRAMEWORK = FrameworkInfo(
     id="tensorflow",
@@ -17,16 +15,8 @@ FRAMEWORK = FrameworkInfo(
     description="TensorFlow with Keras 3 models; tf.function-compiled steps.",
     data_parallel="in_process",
     devices="dlbench.backends.tensorflow_backend:available_devices",
-    builders={
-        "toy": _M + "vision:toy",
-        "deep_mnist": _M + "vision:deep_mnist",
-        "alexnet_owt": _M + "vision:alexnet_owt",
-        "vgg16": _M + "vision:vgg16",
-        "resnet18": _M + "resnet:resnet18",
-        "resnet50": _M + "resnet:resnet50",
-        "bert_base": _M + "lm:bert_base",
-        "gpt2_small": _M + "lm:gpt2_small",
-    },
+    # every model whose zoo entry names a tensorflow builder (dlbench.config.zoo)
+    builders=zoo_builders("tensorflow"),
     params=(
         OPTIMIZER.param("tensorflow.optimizer",
                         "Optimizer of the training phase: `sgd` (momentum 0.9) or `adam`, with "
