@@ -109,6 +109,8 @@ FLAGS: list[tuple[list[str], str]] = [
     (["-P", "exp.log_file=/etc/passwd"], "is outside the run directory"),
     (["-P", "exp.log_file=${exp.out_dir}/../x.log"], "is outside the run directory"),
     (["-P", "exp.log_file=${exp.out_dir}"], "is outside the run directory"),
+    # A quote in exp.gpus is reported as exp.gpus, not as a value derived from it.
+    (["-P", 'exp.gpus=0"'], """exp.gpus='0"' (from -P flag) is not a GPU list"""),
     (["-P", "exp.log_file=${exp.out_dir}/results.sqlite"], "which dlbench writes itself"),
     (["-P", "exp.log_file=${exp.out_dir}/results.sqlite-wal"], "which dlbench writes itself"),
     (["-P", "exp.log_file=${exp.out_dir}/results.sqlite-shm"], "which dlbench writes itself"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS, ModelInfo, add_model, remove_model
@@ -107,11 +107,17 @@ def is_user_param(name: str) -> bool:
         is_dlbs_name(name))
 
 
-def _text_of(name: str) -> str:
-    """A reference to ``name`` inside ``$(...)$`` that reads as the value's text
-    whether the reference is replaced by the value's text (as DLBS does) or by a
-    Python literal: the literal's quotes are stripped."""
-    return '"""${' + name + '}""".strip("\'")'
+def _gpu_groups(gpus: Any) -> list[str]:
+    """The replicas' GPU groups of an ``exp.gpus`` value in DLBS syntax (``0:1,2:3`` is
+    two groups of two); a malformed value is reported by the plan checks, not here."""
+    return str(gpus).replace(",", " ").split()
+
+
+def _local_replicas(get: Callable[[str], Any]) -> int:
+    """One replica per GPU group; one on the CPU, or with exp.parallel_jobs > 1 (whose
+    copies take one GPU each)."""
+    groups = _gpu_groups(get("exp.gpus"))
+    return len(groups) if groups and str(get("exp.parallel_jobs")) == "1" else 1
 
 
 #: Statuses a spec may give exp.status: run the experiment (empty or `ok`), or leave it
@@ -165,20 +171,19 @@ _EXP = [
           "and 1. DLBS's `0:1,2:3` (two replicas of two GPUs each) is understood by the "
           "derived values and refused by the plan: no dlbench framework runs a replica on "
           "several GPUs."),
-    Param("exp.num_local_gpus", "int",
-          f"$(len({_text_of('exp.gpus')}.replace(':', ' ').replace(',', ' ').split()))$",
-          "GPUs of this node in exp.gpus; derived.", identity=False, settable=False),
+    Param("exp.num_local_gpus", "int", "the GPUs listed in exp.gpus",
+          "GPUs of this node in exp.gpus; derived.", identity=False, settable=False,
+          derive=lambda get: sum(len(g.split(":")) for g in _gpu_groups(get("exp.gpus")))),
     Param("exp.num_gpus", "int", "$(${exp.num_local_gpus} * ${exp.num_nodes})$",
           "GPUs of all nodes: exp.num_local_gpus times exp.num_nodes; derived.",
           identity=False, settable=False),
     Param("exp.device_type", "str", "$('gpu' if ${exp.num_gpus} > 0 else 'cpu')$",
           "`cpu` or `gpu`; derived from exp.gpus.", choices=("cpu", "gpu")),
     Param("exp.num_nodes", "int", 1, "Number of nodes."),
-    Param("exp.num_local_replicas", "int",
-          f"$(len({_text_of('exp.gpus')}.replace(',', ' ').split()) if ${{exp.num_local_gpus}} "
-          f"and {_text_of('exp.parallel_jobs')} == '1' else 1)$",
+    Param("exp.num_local_replicas", "int", "the GPU groups of exp.gpus, else 1",
           "Data-parallel replicas per node: the GPUs in exp.gpus (one with exp.parallel_jobs "
-          "> 1, whose copies take one GPU each), or worker processes on CPU."),
+          "> 1, whose copies take one GPU each), or worker processes on CPU.",
+          derive=_local_replicas),
     Param("exp.num_replicas", "int", "$(${exp.num_local_replicas} * ${exp.num_nodes})$",
           "All replicas: local replicas times nodes. The scaling axis of reports."),
     Param("exp.replica_batch", "int", 16,
