@@ -1,10 +1,10 @@
 """The output formats of the command line, named once per family.
 
-Two families, each with its own name for plain text (one name may replace both
-later; until then the values users type stay as they are):
+Two families, with one name for plain text, ``text`` (``table``, its earlier name in
+``query`` and ``plan``, is still accepted: ``cli.usage.FORMAT_ALIASES``):
 
-- data formats (``dlbench query``, ``dlbench plan``): records as an aligned ``table``,
-  ``json`` or ``csv``;
+- data formats (``dlbench query``, ``dlbench plan``, ``dlbench status``): records as an
+  aligned ``text`` table, ``json`` or ``csv``;
 - report formats (``dlbench report``, ``compare``, ``sysinfo``, ``peak``): a document as
   ``text``, ``markdown``, ``csv`` or ``json``; ``report`` also writes an ``html`` page.
 
@@ -15,7 +15,7 @@ so that its choices are spelled where the family is.
 from __future__ import annotations
 
 #: Formats of records: an aligned table, one JSON document, or CSV.
-DATA_FORMATS = ("table", "json", "csv")
+DATA_FORMATS = ("text", "json", "csv")
 #: Formats of a report, a comparison or a machine's facts.
 REPORT_FORMATS = ("text", "markdown", "csv", "json")
 #: The report format written to a file only: a page with charts.

@@ -4,7 +4,9 @@ A plug-in (a launcher of ``dlbench run``, a report type of ``dlbench report``) i
 registered by one line under a name: an entry with a line of help and its class, or
 where to import the class from (``"package.module:Class"``) so that the command line
 lists the plug-ins without importing them. :class:`Registry` keeps the entries of one
-kind of plug-in; :func:`load_class` imports a class when the plug-in is used.
+kind of plug-in; :func:`load_class` imports a class when the plug-in is used, and
+:func:`load_attribute` any other object a module declares (a framework's
+``FRAMEWORK``, named by its module's path).
 
 Usage::
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 E = TypeVar("E")
 T = TypeVar("T")
@@ -76,6 +78,22 @@ class Registry(Generic[E]):
         return len(self._entries)
 
 
+def load_attribute(path: str, kind: str = "name") -> object:
+    """What ``path``, ``"package.module:name"``, names, its module imported now;
+    ``ValueError`` for a string of another shape (``kind`` names what the part after
+    the colon should be, in that message). A module that cannot be imported, or that
+    has no such name, raises its own ``ImportError`` or ``AttributeError``: a
+    registration naming what does not exist is a bug, and its traceback says where.
+
+    >>> load_attribute("os.path:join").__name__
+    'join'
+    """
+    module, colon, attribute = path.partition(":")
+    if not (module and colon and attribute):
+        raise ValueError(f"{path!r} is not 'package.module:{kind}'")
+    return getattr(importlib.import_module(module), attribute)
+
+
 def load_class(implementation: str | type[T], base: type[object]) -> type[T]:
     """The class ``implementation`` names, imported now when it is a string
     ``"package.module:Class"``; ``ValueError`` for a string of another shape,
@@ -86,11 +104,8 @@ def load_class(implementation: str | type[T], base: type[object]) -> type[T]:
     type checker refuses an abstract class where ``type[T]`` is expected.
     """
     if isinstance(implementation, str):
-        module, colon, attribute = implementation.partition(":")
-        if not (module and colon and attribute):
-            raise ValueError(f"{implementation!r} is not 'package.module:Class'")
         # Typed as the caller's class; the check below makes it so at run time.
-        loaded: type[T] = getattr(importlib.import_module(module), attribute)
+        loaded = cast("type[T]", load_attribute(implementation, "Class"))
     else:
         loaded = implementation
     if not (isinstance(loaded, type) and issubclass(loaded, base)):

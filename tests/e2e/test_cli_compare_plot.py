@@ -83,6 +83,14 @@ def test_plot_writes_a_chart(dlbench: CliRunner, runs: Path, tmp_path: Path) -> 
     assert proc.stdout.strip() == "chart written to charts/speedup.png (2 series, 5 points)"
     assert (tmp_path / "charts" / "speedup.png").read_bytes().startswith(b"\x89PNG")
     assert [p.name for p in (tmp_path / "charts").iterdir()] == ["speedup.png"]
+    # The chart check found nothing; a speedup is a ratio, so its axis has no unit.
+    from PIL import Image
+
+    with Image.open(tmp_path / "charts" / "speedup.png") as image:
+        described = json.loads(image.text["dlbench.chart"])  # type: ignore[attr-defined]
+    assert described["problems"] == [] and described["units"] == [""]
+    assert described["ylabels"] == ["results.throughput / value at 1"]
+    assert described["legend"][:2] == ["10 ms", "12 ms"]
 
 
 @pytest.mark.parametrize(("args", "expected"), [

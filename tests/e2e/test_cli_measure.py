@@ -60,7 +60,7 @@ def test_unstable_results_are_shown_in_progress_and_reports(
                   "-P", "fake.jitter_ms=20", "-P", "exp.num_batches=30",
                   "--out", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr
-    assert "ok          resnet50: " in run.stderr and "(unstable: cv " in run.stderr
+    assert "ok          fake(resnet50): " in run.stderr and "(unstable: cv " in run.stderr
     report = dlbench("report", "--input", str(tmp_path / "out"))
     assert report.returncode == 0, report.stderr
     assert "warning: 1 of 1 result(s) unstable: resnet50 batch 16 (" in report.stdout

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from dlbench.results.store import Store
 from tests.conftest import CliRunner
 
 
@@ -22,9 +21,8 @@ def test_two_pytorch_copies_each_on_a_core_report_their_own_and_the_sum(
                    "-P", "exp.num_batches=10", "-P", "exp.parallel_jobs=2",
                    "-P", "monitor.enabled=false", "--out", "out")
     assert proc.returncode == 0, proc.stderr
-    with sqlite3.connect(tmp_path / "out" / "results.sqlite") as db:
-        (row,) = db.execute("SELECT record FROM experiments").fetchall()
-    record = json.loads(row[0])
+    with Store.in_directory(tmp_path / "out", create=False) as store:
+        (record,) = store.records()
     own = record["results.copy_throughput"]
     assert len(own) == 2 and all(t > 0 for t in own)
     assert record["results.throughput"] == pytest.approx(sum(own))

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import re
-import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from dlbench.results.store import Store
 from tests.conftest import CliRunner
 
 
@@ -76,7 +76,7 @@ def test_weak_scaling_on_one_replica_and_formats(dlbench: CliRunner, run_dir: Pa
     assert {r["n"] for r in rows if r["table"] == "Batch time, ms"} == {"2"}
 
     proc = dlbench("report", "--input", str(run_dir), "--format", "markdown",
-                   "--query", '{"exp.model": "resnet18"}')
+                   "--where", '{"exp.model": "resnet18"}')
     assert proc.returncode == 0
     assert "| exp.model |" in proc.stdout and "resnet50" not in proc.stdout
 
@@ -95,29 +95,34 @@ def test_baseline_then_scorecard(dlbench: CliRunner, run_dir: Path, tmp_path: Pa
     base.write_text(text.replace("stability_threshold: 0.05", "stability_threshold: 10")
                     .replace("min_runs: 4", "min_runs: 2"))
     proc = dlbench("report", "--type", "scorecard", "--input", str(run_dir),
-                   "--baseline", str(base))
-    assert proc.returncode == 0, proc.stderr
+                   "--baseline", str(base), "--fail-on-miss", "--fail-on-verdict")
+    assert proc.returncode == 0, proc.stderr  # every target met: the gates pass
     assert "Overall: PASS; score 1.0000" in proc.stdout
     assert "resnet18-training-b8" in proc.stdout
     # Against results of resnet50 only, resnet18's benchmarks are missing.
     proc = dlbench("report", "--type", "scorecard", "--input", str(run_dir),
-                   "--baseline", str(base), "--query", '{"exp.model": "resnet50"}')
-    assert proc.returncode == 0
+                   "--baseline", str(base), "--where", '{"exp.model": "resnet50"}',
+                   "--fail-on-miss")
+    # The report is printed whole; --fail-on-miss then fails the command, naming them.
+    assert proc.returncode == 1
     assert "Overall: FAIL (2 missing or failed)" in proc.stdout
     assert proc.stdout.count("MISSING") >= 2
+    assert "--fail-on-miss: 2 benchmark(s) missed their target: resnet18-training-b8: " \
+           "MISSING; resnet18-training-b16: MISSING" in proc.stderr
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--query", '{"exp.model": "vgg"}'],
+        (["--where", '{"exp.model": "vgg"}'],
          "matches none of the 8 record(s) of --input {run}; values that exist: "
          "exp.model: resnet18, resnet50"),
         (["--target-variable", "results.nope"],
          "none of the 8 selected record(s) has exp.status ok and a numeric results.nope"),
         (["--format", "html"], "--format html needs --output FILE"),
         (["--type", "scorecard"], "--type scorecard needs --baseline FILE"),
-        (["--query", "{oops"], "--query: not valid JSON"),
+        (["--where", "{oops"], "--where: not valid JSON"),
+        (["--fail-on-miss"], "--fail-on-miss is used by --type scorecard only, not exploration"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(dlbench: CliRunner, run_dir: Path, args: list[str],
@@ -166,11 +171,11 @@ def test_html_goes_to_the_html_writer(dlbench: CliRunner, run_dir: Path, tmp_pat
     charts = re.findall(r'<figure class="chart"><figcaption>(.*?)</figcaption>\s*<svg(.*?)</svg>',
                         text, re.DOTALL)
     assert [caption for caption, _ in charts] == [
-        f"{model} (fake, cpu): throughput (samples/s) vs replica batch"
+        f"{model} (fake, cpu): throughput in samples/s vs replica batch"
         for model in ("resnet18", "resnet50")]
     for (caption, svg) in charts:
         labels = re.findall(r"<!-- (.*?) -->", svg)
-        assert {"8", "16", "exp.replica_batch", "results.throughput"} <= set(labels)
+        assert {"8", "16", "exp.replica_batch", "results.throughput (samples/s)"} <= set(labels)
         # The points drawn are the mean throughputs of the model's runs at each batch
         # (read back through the axes' ticks, so to within a pixel or so).
         model = caption.split()[0]
@@ -258,5 +263,5 @@ def _html_tables(page: str) -> list[_Table]:
 
 
 def _records(run_dir: Path) -> list[dict[str, object]]:
-    with sqlite3.connect(run_dir / "results.sqlite") as db:
-        return [json.loads(row[0]) for row in db.execute("SELECT record FROM experiments")]
+    with Store.in_directory(run_dir, create=False) as store:
+        return store.records()

@@ -13,16 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from dlbench.results.store import Store
 from tests.conftest import CliRunner
 
 FAKE = ["-P", "exp.framework=fake", "-P", "exp.num_warmup_batches=1"]
 
 
 def _store_rows(out: Path) -> dict[str, dict[str, object]]:
-    with sqlite3.connect(out / "results.sqlite") as db:
-        rows = db.execute("SELECT record FROM experiments").fetchall()
-    records = [json.loads(r[0]) for r in rows]
-    return {str(r["exp.id"]): r for r in records}
+    with Store.in_directory(out, create=False) as store:
+        return {str(r["exp.id"]): r for r in store.records()}
 
 
 def test_fake_sweep_runs_prints_table_and_stores(dlbench: CliRunner, tmp_path: Path) -> None:

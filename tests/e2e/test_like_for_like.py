@@ -7,14 +7,13 @@ what ran was the same model: parameter count, output shape, FLOPs per sample.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS
+from dlbench.results.store import Store
 from tests.conftest import CliRunner
 
 pytestmark = pytest.mark.slow
@@ -72,9 +71,8 @@ def test_resnet18_is_the_same_model_in_every_framework(dlbench: CliRunner, tmp_p
                    "-P", "exp.num_warmup_batches=1", "-P", "exp.num_batches=2",
                    "--out", "out", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    with sqlite3.connect(tmp_path / "out" / "results.sqlite") as db:
-        records = {r["exp.framework"]: r for r in
-                   (json.loads(row[0]) for row in db.execute("SELECT record FROM experiments"))}
+    with Store.in_directory(tmp_path / "out", create=False) as store:
+        records = {r["exp.framework"]: r for r in store.records()}
     assert sorted(records) == sorted(INSTALLED)
     for record in records.values():
         assert record["exp.status"] == "ok", record["exp.status_msg"]

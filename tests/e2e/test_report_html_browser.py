@@ -138,6 +138,10 @@ def test_report_opens_in_chromium_without_errors(
     charts = driver.find_elements(By.CSS_SELECTOR, "#charts figure svg")
     assert len(charts) == 1
     assert charts[0].size["width"] > 200  # laid out, not an empty box
+    # The caption and the axis name the unit the records state, the fake workload's.
+    caption = driver.find_element(By.CSS_SELECTOR, "#charts figcaption").text
+    assert caption == "resnet50 (fake, cpu): throughput in samples/s vs replica batch"
+    assert "<!-- results.throughput (samples/s) -->" in charts[0].get_attribute("innerHTML")
 
     # The inline script works: sorting a column and opening a linked experiment.
     header = driver.find_elements(By.CSS_SELECTOR, "table.sortable thead th")[-1]
@@ -154,3 +158,59 @@ def test_report_opens_in_chromium_without_errors(
     screenshot = os.environ.get("DLBENCH_HTML_SCREENSHOT")
     if screenshot:
         _save_screenshot(driver, Path(screenshot))
+
+
+def test_operators_and_memory_section_in_chromium(tmp_path: Path, driver: Any) -> None:
+    """A profiled record's operator table sorts by click; its memory chart is laid out."""
+    from dlbench.report.cells import Report
+    from dlbench.report.html import render_html
+
+    ops = [{"name": name, "calls": 2, "self_device_ms": 0.0, "self_host_ms": ms, "share": ms / 50}
+           for name, ms in (("aten::mm", 20.0), ("aten::relu", 2.0), ("aten::add", 6.0))]
+    record = {"exp.status": "ok", "exp.framework": "pytorch", "exp.model": "toy",
+              "exp.phase": "training", "results.profile.top_ops": ops,
+              "results.profile.batches": 2, "results.memory.weights_bytes": 3 << 20,
+              "results.memory.activations_bytes": 1 << 20}
+    path = tmp_path / "profiled.html"
+    path.write_text(render_html(Report("profiled"), [record]), encoding="utf-8")
+    driver.get(path.as_uri())
+    chart = driver.find_element(By.CSS_SELECTOR, "#profiles svg.memory-chart")
+    assert chart.size["width"] > 200
+    table = driver.find_element(By.CSS_SELECTOR, "#profiles details.operators table")
+
+    def names() -> list[str]:
+        rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+        return [row.find_elements(By.TAG_NAME, "td")[0].text for row in rows]
+
+    assert names() == ["aten::mm", "aten::add", "aten::relu"]
+    table.find_elements(By.CSS_SELECTOR, "thead th")[1].click()  # self ms / step, ascending
+    assert names() == ["aten::relu", "aten::add", "aten::mm"]
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_serving_curve_over_six_loads_in_chromium(tmp_path: Path, driver: Any) -> None:
+    """A serving report of six offered loads: its chart is laid out at a real size, with
+    the knee and the bound drawn, and its table has a row per load."""
+    from dlbench.report.html import render_html
+    from dlbench.report.serving import build_serving_report
+
+    records = [{"exp.status": "ok", "exp.framework": "fake", "exp.model": "resnet50",
+                "exp.phase": "inference", "exp.scenario": "server", "exp.target_qps": q,
+                "exp.latency_bound_ms": 100.0, "exp.latency_percentile": 90.0,
+                "results.qps_target": q, "results.qps_achieved": q * 0.99,
+                "results.latency_p50": p / 2, "results.latency_p90": p,
+                "results.latency_p99": p * 1.5, "results.latency_at_percentile": p,
+                "results.valid": p <= 100, "results.valid_reasons": []}
+               for q, p in ((40, 8.5), (80, 10.6), (120, 14.5), (160, 23.7), (180, 39.8),
+                            (190, 120.0))]
+    path = tmp_path / "serving.html"
+    path.write_text(render_html(build_serving_report(records), records), encoding="utf-8")
+    driver.get(path.as_uri())
+    chart = driver.find_element(By.CSS_SELECTOR, "#serving figure svg")
+    assert chart.size["width"] > 200 and chart.size["height"] > 150
+    for part in ("serving-knee-0", "serving-bound-0", "serving-invalid-0"):
+        assert driver.find_element(By.CSS_SELECTOR, f"#serving [id$='{part}']").size["width"] > 0
+    rows = driver.find_elements(By.CSS_SELECTOR, "#tables table.sortable tbody tr")
+    assert len(rows) == 6
+    assert rows[4].find_elements(By.TAG_NAME, "td")[1].text == "178.20"  # the knee's
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -4,10 +4,8 @@ stopped changes nothing, and Ctrl-C while planning ends quietly with 130."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +15,7 @@ import pytest
 
 from dlbench.cli import commands_run
 from dlbench.cli.main import main
+from dlbench.results.store import Store
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="signals")
 
@@ -25,9 +24,8 @@ FAKE = ["-P", "exp.framework=fake", "-P", "exp.num_warmup_batches=0",
 
 
 def _statuses(out: Path) -> list[str]:
-    with sqlite3.connect(out / "results.sqlite") as db:
-        rows = db.execute("SELECT record FROM experiments").fetchall()
-    return sorted(str(json.loads(row[0])["exp.status"]) for row in rows)
+    with Store.in_directory(out, create=False) as store:
+        return sorted(str(r["exp.status"]) for r in store.records())
 
 
 def _wait_for_logs(out: Path, count: int, limit: float = 30) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from dlbench.results.store import Store
 from tests.conftest import CliRunner
 
 pytestmark = pytest.mark.slow
@@ -22,8 +22,8 @@ FAKE = ["-P", "exp.framework=fake", "-P", "fake.step_ms=10", "-P", "exp.num_warm
 
 
 def _records(out: Path) -> list[dict[str, Any]]:
-    with sqlite3.connect(out / "results.sqlite") as db:
-        rows = [json.loads(r[0]) for r in db.execute("SELECT record FROM experiments")]
+    with Store.in_directory(out, create=False) as store:
+        rows = store.records()
     return sorted(rows, key=lambda r: int(r["exp.num_replicas"]))
 
 

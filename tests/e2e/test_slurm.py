@@ -7,12 +7,10 @@ why. The flag checks that need no cluster run everywhere.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from dlbench.launch.slurm_queue import queue_states
+from dlbench.results.store import Store
 from tests.conftest import REPO, CliRunner
 
 SLURM_UP = REPO / ".ci" / "slurm-up"
@@ -59,9 +58,8 @@ def slurm() -> None:
 
 
 def _store_rows(out: Path) -> dict[str, dict[str, object]]:
-    with sqlite3.connect(out / "results.sqlite") as db:
-        rows = db.execute("SELECT record FROM experiments").fetchall()
-    return {str(r["exp.id"]): r for r in (json.loads(row[0]) for row in rows)}
+    with Store.in_directory(out, create=False) as store:
+        return {str(r["exp.id"]): r for r in store.records()}
 
 
 def _job_states(array_id: str) -> dict[str, str]:

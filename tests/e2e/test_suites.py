@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from dlbench.config.catalog import MODELS
+from dlbench.results.store import Store
 from dlbench.suites import suite_names
 from tests.conftest import CliRunner
 
@@ -26,8 +26,8 @@ def test_smoke_suite_trains_one_model_of_each_workload(
     proc = dlbench("run", "--suite", "smoke", "-V", "exp.phase=[training]",
                    "-V", f"exp.model=[{', '.join(ONE_PER_WORKLOAD)}]", "--out", "out",
                    timeout=900)
-    with sqlite3.connect(tmp_path / "out" / "results.sqlite") as db:
-        records = [json.loads(r[0]) for r in db.execute("SELECT record FROM experiments")]
+    with Store.in_directory(tmp_path / "out", create=False) as store:
+        records = store.records()
     failed = {r["exp.model"]: r["exp.status_msg"] for r in records if r["exp.status"] != "ok"}
     assert failed == {}, failed
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -63,9 +63,8 @@ def test_loader_and_real_data_run(dlbench: CliRunner, tmp_path: Path) -> None:
                    "-P", "exp.replica_batch=4", "-P", "exp.num_batches=3",
                    "-P", "exp.phase=training", "--out", "out")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    with sqlite3.connect(tmp_path / "out" / "results.sqlite") as db:
-        records = {json.loads(r[0])["exp.model"]: json.loads(r[0])
-                   for r in db.execute("SELECT record FROM experiments")}
+    with Store.in_directory(tmp_path / "out", create=False) as store:
+        records = {r["exp.model"]: r for r in store.records()}
     assert records["loader"]["results.throughput_unit"] == "images/s"
     assert records["loader"]["results.throughput"] > 0
     assert records["resnet18"]["exp.status"] == "ok"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import psutil
 import pytest
 import yaml
 
+from dlbench.results.store import Store
 from tests.conftest import CliRunner
 
 pytestmark = pytest.mark.slow
@@ -63,9 +63,8 @@ def test_fake_workload_runs_inside_a_container(dlbench: CliRunner, tmp_path: Pat
                    "-P", f"exp.container_mounts={json.dumps(deps)}",
                    "--out", "out", timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    with sqlite3.connect(tmp_path / "out" / "results.sqlite") as db:
-        (row,) = db.execute("SELECT record FROM experiments").fetchall()
-    record = json.loads(row[0])
+    with Store.in_directory(tmp_path / "out", create=False) as store:
+        (record,) = store.records()
     assert record["exp.status"] == "ok"
     assert record["results.time_p50"] == pytest.approx(5.0, rel=0.05)
     # Written inside the container, on the mounted run directory, as the user.

@@ -18,7 +18,7 @@ from dlbench.backends.onnxruntime_backend import (
     export_cache_dir,
     export_onnx,
 )
-from dlbench.backends.pytorch import _flop_formulas
+from dlbench.backends.pytorch_flops import flop_formulas
 from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.models.pytorch.workloads import make_workload
 from tests.conftest import CliRunner
@@ -113,7 +113,7 @@ def test_outputs_agree_with_pytorch(
                              int(experiment["exp.seq_len"]))
     module = workload.build().eval().to(getattr(torch, dtype))
     with torch.inference_mode(), FlopCounterMode(
-        display=False, custom_mapping=_flop_formulas()
+        display=False, custom_mapping=flop_formulas()
     ) as counter:
         theirs = workload.infer(module, inputs).float().numpy()
     assert ours.shape == theirs.shape

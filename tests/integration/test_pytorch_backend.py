@@ -3,6 +3,7 @@ throughput units, FLOPs with known answers, the loss check, real data."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from PIL import Image
 from torch.utils.flop_counter import FlopCounterMode
 
 from dlbench.backends import pytorch as pytorch_backend
+from dlbench.backends.pytorch_flops import flop_formulas
 from tests.integration.worker import (
     TOY_FORWARD,
     TOY_TRAINING,
@@ -87,11 +89,11 @@ def test_attention_is_counted_on_cpu_too() -> None:
     # CUDA's attention kernels have formulas in PyTorch, the CPU's flash attention
     # has ours: Q K^T and P V, 2 * batch * heads * queries * keys * depth each.
     query = torch.randn(1, 2, 8, 16, requires_grad=True)
-    with FlopCounterMode(display=False, custom_mapping=pytorch_backend._flop_formulas()) as fc:
+    with FlopCounterMode(display=False, custom_mapping=flop_formulas()) as fc:
         out = torch.nn.functional.scaled_dot_product_attention(query, query, query)
     forward = 2 * (2 * 1 * 2 * 8 * 8 * 16)
     assert fc.get_total_flops() == forward
-    with FlopCounterMode(display=False, custom_mapping=pytorch_backend._flop_formulas()) as fc:
+    with FlopCounterMode(display=False, custom_mapping=flop_formulas()) as fc:
         out.sum().backward()
     assert fc.get_total_flops() == 2 * forward
 
@@ -109,12 +111,18 @@ def test_auto_batches_grow_the_loss_buffer(tmp_path: Path) -> None:
 def test_nan_loss_names_the_batch_past_the_first_chunk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = pytorch_backend.PyTorchBackend._record_loss
+    from dlbench.models.pytorch.workload_base import Workload
 
-    def poisoned(self: Any, index: int, loss: torch.Tensor) -> None:
-        original(self, index, loss * float("nan") if index == 270 else loss)
+    original = Workload.loss
+    calls = itertools.count()
 
-    monkeypatch.setattr(pytorch_backend.PyTorchBackend, "_record_loss", poisoned)
+    def poisoned(self: Any, model: Any, inputs: torch.Tensor, targets: torch.Tensor
+                 ) -> torch.Tensor:
+        loss = original(self, model, inputs, targets)
+        # Call 0 counts the FLOPs; call 1 + k is batch k.
+        return loss * float("nan") if next(calls) == 271 else loss
+
+    monkeypatch.setattr(Workload, "loss", poisoned)
     record = _run(_experiment(tmp_path, "exp.model=toy", "exp.num_warmup_batches=0",
                               "exp.num_batches=300", "exp.replica_batch=2"))
     assert record["exp.status"] == "failure"

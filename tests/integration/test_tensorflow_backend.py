@@ -21,7 +21,7 @@ import torch  # noqa: E402 - after the skip: without TensorFlow nothing here run
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from dlbench.backends import tensorflow_backend  # noqa: E402
-from dlbench.backends.pytorch import _flop_formulas  # noqa: E402
+from dlbench.backends.pytorch_flops import flop_formulas  # noqa: E402
 from dlbench.config.catalog import MODELS  # noqa: E402
 from dlbench.errors import ConfigError  # noqa: E402
 from dlbench.models import build_pytorch_model  # noqa: E402
@@ -47,7 +47,7 @@ def _torch_training_flops(model_id: str, shape: tuple[int, ...]) -> int:
     info = MODELS[model_id]
     with torch.device("meta"):
         model = build_pytorch_model(model_id, shape, info.num_classes).train()
-        with FlopCounterMode(display=False, custom_mapping=_flop_formulas()) as counter:
+        with FlopCounterMode(display=False, custom_mapping=flop_formulas()) as counter:
             logits = model(torch.zeros(2, *shape))
             torch.nn.functional.cross_entropy(logits, torch.zeros(2, dtype=torch.long)).backward()
     return int(counter.get_total_flops()) // 2

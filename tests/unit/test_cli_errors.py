@@ -24,7 +24,6 @@ FAKE = ["-P", "exp.framework=fake", "-P", "exp.num_batches=1", "-P", "exp.num_wa
 #: not exist, ``{bad_yaml}``/``{bad_json}`` files that do not parse.
 CASES: list[tuple[str, list[str], list[str]]] = [
     # argparse: commands, flags, values, types
-    ("no-command", [], ["COMMAND"]),
     ("unknown-command", ["nosuch"], ["'nosuch'", "run"]),
     ("unknown-flag", ["run", "--bogus"], ["--bogus"]),
     ("unknown-top-flag", ["--verbose", "run"], ["--verbose"]),
@@ -32,7 +31,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("out-without-value", ["run", "--out"], ["--out", "value"]),
     ("config-without-value", ["plan", "--config"], ["--config"]),
     ("P-without-value", ["plan", "-P"], ["-P"]),
-    ("plan-format-choice", ["plan", "--format", "x"], ["--format", "'x'", "table, json"]),
+    ("plan-format-choice", ["plan", "--format", "x"], ["--format", "'x'", "text, json"]),
     ("plan-format-missing", ["plan", "--format"], ["--format"]),
     ("query-no-input", ["query"], ["--input", "required"]),
     ("query-input-empty", ["query", "--input"], ["--input"]),
@@ -93,6 +92,18 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("compare-missing", ["compare", "{missing}", "{missing}"], ["missing"]),
     ("baseline-input-missing", ["baseline", "--input", "{missing}", "--output", "b.json"],
      ["missing"]),
+    ("report-fail-on-miss-type", ["report", "--input", "{dir}", "--fail-on-miss"],
+     ["--fail-on-miss", "--type scorecard only"]),
+    ("report-fail-on-verdict-type", ["report", "--input", "{dir}", "--fail-on-verdict"],
+     ["--fail-on-verdict", "--type scorecard only"]),
+    ("status-no-input", ["status"], ["--input", "required"]),
+    ("status-input-missing", ["status", "--input", "{missing}"], ["--input", "not a directory"]),
+    ("status-not-a-run-dir", ["status", "--input", "{dir}"], ["--input", "no results.sqlite"]),
+    ("status-format", ["status", "--input", "{dir}", "--format", "csv"],
+     ["--format", "'csv'", "text, json"]),
+    ("query-where-not-object", ["query", "--input", "{dir}", "--where", "[1]"], ["--where"]),
+    ("variable-duplicate-value", ["plan", "-V", "user.x=[1, 2, 1]"], ["user.x", "1 twice"]),
+    ("help-flags-value", ["help", "--flags=all"], ["--flags", "no value"]),
 ]
 
 
@@ -164,7 +175,7 @@ def test_unwritable_out_is_refused(workspace: Path, capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.parametrize("case_id", ["unknown-flag", "plan-format-choice", "out-dev-null",
-                                     "peak-seconds-type", "no-command"])
+                                     "peak-seconds-type"])
 def test_malformed_command_in_a_subprocess(workspace: Path, case_id: str) -> None:
     argv, words = next((a, w) for c, a, w in CASES if c == case_id)
     proc = subprocess.run([sys.executable, "-m", "dlbench", *_fill(argv, workspace)],

@@ -14,8 +14,8 @@ import pytest
 from dlbench.cli import commands_help
 from dlbench.cli.main import main
 from dlbench.config.catalog import FRAMEWORKS, model_frameworks
-from dlbench.config.frameworks import DECLARATIONS
-from dlbench.config.frameworks.base import FrameworkInfo, Shown
+from dlbench.config.frameworks import DECLARATIONS, MODULES
+from dlbench.config.frameworks.base import FrameworkInfo, Shown, load_declaration
 from dlbench.config.params import DOCKER_IMAGE, KNOBS, SEED, THREADS, Param
 from dlbench.config.registry import (
     REGISTRY,
@@ -147,6 +147,12 @@ def test_a_framework_s_parameters_stay_in_its_namespace() -> None:
 def test_the_registry_holds_every_declaration_in_order() -> None:
     assert list(FRAMEWORKS) == [info.id for info in DECLARATIONS] == [
         "pytorch", "jax", "onnxruntime", "tensorflow", "fake"]
+    # One registration line each, the declaration's module; the built-in ones are two
+    # modules by choice (docs/extending.md), the backend named by the declaration.
+    assert tuple(f"dlbench.config.frameworks.{info.id}" for info in DECLARATIONS) == MODULES
+    assert all(load_declaration(path) is info
+               for path, info in zip(MODULES, DECLARATIONS, strict=True))
+    assert all(info.module.startswith("dlbench.backends.") for info in DECLARATIONS)
     for info in DECLARATIONS:
         assert [p.name for p in REGISTRY.namespace(info.id)] == [p.name for p in info.params]
 

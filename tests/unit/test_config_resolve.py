@@ -180,8 +180,11 @@ def test_cast_refuses(value: Any, type_name: str) -> None:
 
 def test_cast_error_message() -> None:
     with pytest.raises(ConfigError) as err:
+        plan_one("exp.num_nodes=abc")
+    assert str(err.value) == "exp.num_nodes='abc' (from -P flag) is not an int"
+    with pytest.raises(ConfigError) as err:
         plan_one("exp.replica_batch=abc")
-    assert str(err.value) == "exp.replica_batch='abc' (from -P flag) is not an int"
+    assert str(err.value) == "exp.replica_batch='abc' (from -P flag) is not an int or 'auto'"
 
 
 def test_cast_error_of_a_resolved_value_shows_both() -> None:

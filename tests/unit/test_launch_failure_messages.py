@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dlbench.errors import WorkerError
-from dlbench.launch.records import _crash_message
+from dlbench.launch.records import _crash_message, ncu_results
 from dlbench.measure.timing import run_batches
 from dlbench.results.logfile import LogWriter
 from dlbench.results.parser import parse_log
@@ -136,3 +136,12 @@ def test_crash_message_names_signal_place_and_python_error(tmp_path: Path) -> No
                           "<module>\n    import jax\nImportError: No module named 'jax'\n")
     assert _crash_message(1, log, None) == (
         "worker exited with status 1: ImportError: No module named 'jax'")
+
+
+def test_ncu_summary_joins_the_record_of_an_ncu_run(tmp_path: Path) -> None:
+    log = tmp_path / "e.log"
+    assert "no readable CSV" in ncu_results(log)["results.profile.note"]
+    sample = Path(__file__).parents[1] / "data" / "ncu" / "core_util.csv"
+    (tmp_path / "e.log.ncu.csv").write_text(sample.read_text(encoding="utf-8"), encoding="utf-8")
+    summary = ncu_results(log)["results.profile.ncu"]
+    assert summary["kernels"] >= 1 and summary["duration_ms"] > 0

@@ -16,7 +16,7 @@ keras = pytest.importorskip("keras", reason="exp.framework=tensorflow needs kera
 import torch  # noqa: E402 - after the skip: without TensorFlow nothing here runs
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from dlbench.backends.pytorch import _flop_formulas  # noqa: E402
+from dlbench.backends.pytorch_flops import flop_formulas  # noqa: E402
 from dlbench.config.catalog import FRAMEWORKS, MODELS  # noqa: E402
 from dlbench.models import ImageTooSmall, build_pytorch_model  # noqa: E402
 from dlbench.models.tensorflow import TENSORFLOW_BUILDERS, build_tensorflow_model  # noqa: E402
@@ -49,7 +49,7 @@ def _torch_reference(model_id: str, shape: tuple[int, ...]) -> tuple[int, tuple[
         model = build_pytorch_model(model_id, shape, info.num_classes).eval()
         inputs = (torch.zeros(2, *shape, dtype=torch.long) if info.seq_len
                   else torch.zeros(2, *shape))
-        with FlopCounterMode(display=False, custom_mapping=_flop_formulas()) as counter:
+        with FlopCounterMode(display=False, custom_mapping=flop_formulas()) as counter:
             out = model(inputs)
     params = sum(p.numel() for p in model.parameters())
     return params, tuple(out.shape), counter.get_total_flops()

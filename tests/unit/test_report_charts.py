@@ -1,4 +1,7 @@
-"""Series building (aggregation, spread, grouping, baselines) and chart rendering."""
+"""Series building (aggregation, spread, grouping as the tables group, units, baselines,
+key suggestions) and chart rendering: formats, layout, one panel per unit.
+
+The checks of what a drawn chart may not do are in test_report_chart_checks.py."""
 
 from __future__ import annotations
 
@@ -8,7 +11,17 @@ from typing import Any
 import pytest
 
 from dlbench.errors import ResultsError
-from dlbench.report.charts import ChartError, Series, build_series, render_chart
+from dlbench.report.chart_checks import chart_problems
+from dlbench.report.charts import (
+    SD_LABEL,
+    ChartError,
+    Series,
+    axis_label,
+    build_series,
+    draw_chart,
+    render_chart,
+    save_chart,
+)
 
 
 def rec(batch: Any, value: Any, **params: Any) -> dict[str, Any]:
@@ -125,35 +138,53 @@ def test_query_matching_nothing_is_an_error() -> None:
                      queries=[{"exp.model": "vgg"}])
 
 
-def test_only_ok_records_and_skips_are_warned() -> None:
+def test_skips_are_warned_as_the_report_words_them() -> None:
     records = [rec(1, 1.0), {**rec(1, 100.0), "exp.status": "failure"},
                {"exp.status": "ok", "exp.replica_batch": 2}, rec(None, 3.0)]
     warnings: list[str] = []
     (series,) = build_series(records, "exp.replica_batch", "results.throughput",
                              warnings=warnings)
     assert series.y == [1.0]
-    assert warnings == ["1 record(s) without exp.replica_batch skipped",
-                        "1 record(s) without a numeric results.throughput skipped"]
+    assert warnings == ["1 record(s) skipped: exp.status is not ok (1 failure)",
+                        "1 record(s) skipped: no numeric results.throughput: record #3",
+                        "1 record(s) without exp.replica_batch skipped"]
 
 
 def test_no_ok_record_is_an_error() -> None:
-    with pytest.raises(ResultsError, match="none of the 1 record"):
+    with pytest.raises(ResultsError, match="none of the 1 selected record"):
         build_series([{**rec(1, 1.0), "exp.status": "failure"}], "exp.replica_batch",
                      "results.throughput")
+
+
+@pytest.mark.parametrize(("x", "y", "message"), [
+    ("exp.replica_bath", "results.throughput",
+     "--x exp.replica_bath: none of the 4 record(s) has this key; did you mean "
+     "exp.replica_batch?"),
+    ("exp.replica_batch", "results.througput",
+     "--y results.througput: none of the 4 record(s) has this key; did you mean "
+     "results.throughput?"),
+    ("exp.replica_batch", "results.ci95", "(a known name these runs did not write)"),
+])
+def test_a_key_no_record_has_is_named_with_the_closest(x: str, y: str, message: str) -> None:
+    with pytest.raises(ChartError) as caught:
+        build_series(POINTS, x, y)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
 SERIES = [Series("a", [1, 2, 4], [1.0, 1.9, 3.5], [0.0, 0.1, 0.2]),
           Series("b", [1, 2], [1.0, 1.5], None)]
 
 
-@pytest.mark.parametrize(("fmt", "check"), [
-    ("png", lambda data: data.startswith(b"\x89PNG\r\n\x1a\n")),
-    ("svg", lambda data: b"<svg" in data),
-    ("pdf", lambda data: data.startswith(b"%PDF")),
+@pytest.mark.parametrize(("fmt", "chart", "check"), [
+    ("png", "line", lambda data: data.startswith(b"\x89PNG\r\n\x1a\n")),
+    ("svg", "bar", lambda data: b"<svg" in data),
+    ("pdf", "line", lambda data: data.startswith(b"%PDF")),
 ])
-@pytest.mark.parametrize("chart", ["line", "bar"])
-def test_render_formats(fmt: str, check: Any, chart: str) -> None:
-    assert check(render_chart(SERIES, chart=chart, title="t", xlabel="x", ylabel="y", fmt=fmt))
+def test_render_formats(fmt: str, chart: str, check: Any) -> None:
+    problems: list[str] = []
+    data = render_chart(SERIES, chart=chart, title="t", xlabel="x", ylabel="y", fmt=fmt,
+                        problems=problems)
+    assert check(data) and problems == []
 
 
 def test_render_string_x_gives_the_same_bytes_twice() -> None:
@@ -172,30 +203,17 @@ def test_render_refuses_unknown_chart_and_format(kwargs: Any, message: str) -> N
         render_chart(SERIES, **kwargs)
 
 
-def _drawn(monkeypatch: pytest.MonkeyPatch, series: list[Series], **kwargs: Any) -> Any:
-    """The matplotlib figure ``render_chart`` saves (caught on its way to the file),
-    and the file's bytes."""
-    from matplotlib.figure import Figure
-
-    saved: list[Any] = []
-    original = Figure.savefig
-
-    def spy(self: Any, *args: Any, **kw: Any) -> Any:
-        saved.append(self)
-        return original(self, *args, **kw)
-
-    monkeypatch.setattr(Figure, "savefig", spy)
-    data = render_chart(series, **kwargs)
-    (figure,) = saved
-    return figure, data
+def series_lines(axes: Any) -> dict[str, Any]:
+    """The lines of an axes that are series (labelled), by label."""
+    return {line.get_label(): line for line in axes.get_lines()
+            if not line.get_label().startswith("_")}
 
 
-def test_line_chart_plots_each_series_values_and_spread(monkeypatch: pytest.MonkeyPatch) -> None:
-    figure, data = _drawn(monkeypatch, SERIES, chart="line", title="Throughput",
-                          xlabel="batch", ylabel="samples/s", fmt="svg")
-    (axes,) = figure.axes
-    lines = {line.get_label(): line for line in axes.get_lines()
-             if not line.get_label().startswith("_")}
+def test_line_chart_plots_each_series_values_and_spread() -> None:
+    drawn = draw_chart(SERIES, chart="line", title="Throughput", xlabel="batch",
+                       ylabel="samples/s")
+    (axes,) = drawn.figure.axes
+    lines = series_lines(axes)
     assert list(lines) == ["a", "b"]
     assert list(lines["a"].get_xdata()) == [1.0, 2.0, 4.0]  # a numeric axis
     assert list(lines["a"].get_ydata()) == [1.0, 1.9, 3.5]
@@ -213,18 +231,105 @@ def test_line_chart_plots_each_series_values_and_spread(monkeypatch: pytest.Monk
     assert axes.get_ylim()[0] == 0.0
     assert (axes.get_title(), axes.get_xlabel(), axes.get_ylabel()) == (
         "Throughput", "batch", "samples/s")
-    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["a", "b"]
+    # The legend names the series, and what the error bars are.
+    assert drawn.labels["legend"] == ["a", "b", SD_LABEL]
+    assert chart_problems(drawn) == []
     # The file holds the same chart: matplotlib's SVG names each text in a comment.
-    text = data.decode()
-    for label in ("Throughput", "batch", "samples/s", "a", "b"):
+    text = save_chart(drawn, "svg").decode()
+    for label in ("Throughput", "batch", "samples/s", "a", "b", SD_LABEL):
         assert f"<!-- {label} -->" in text
 
 
-def test_bar_chart_groups_series_in_slots(monkeypatch: pytest.MonkeyPatch) -> None:
-    figure, _ = _drawn(monkeypatch, SERIES, chart="bar", fmt="png")
-    (axes,) = figure.axes
+def test_bar_chart_groups_series_in_slots() -> None:
+    drawn = draw_chart(SERIES, chart="bar")
+    (axes,) = drawn.figure.axes
     bars = [(round(p.get_x() + p.get_width() / 2, 6), p.get_height()) for p in axes.patches]
     # Two series share each slot (x 1, 2, 4 -> slots 0, 1, 2), 0.4 wide each.
     assert bars == [(-0.2, 1.0), (0.8, 1.9), (1.8, 3.5), (0.2, 1.0), (1.2, 1.5)]
     assert [t.get_text() for t in axes.get_xticklabels()] == ["1", "2", "4"]
     assert axes.get_xlim() == (-0.5, 2.5)
+    # The tallest error bar's top (3.7) is below the top of the axes, with room to spare.
+    low, high = axes.get_ylim()
+    assert low == 0.0 and high > 3.7 * 1.05
+    assert chart_problems(drawn) == []
+
+
+# ---------------------------------------------------------------- units
+
+
+def unit_rec(model: str, batch: int, value: float, unit: str | None, **params: Any
+             ) -> dict[str, Any]:
+    record = rec(batch, value, exp__model=model, **params)
+    if unit is not None:
+        record["results.throughput_unit"] = unit
+    return record
+
+
+def test_the_unit_comes_from_the_records_never_a_default() -> None:
+    tokens = [unit_rec("bert_base", b, 71.2 * b, "tokens/s") for b in (1, 2)]
+    (series,) = build_series(tokens, "exp.replica_batch", "results.throughput")
+    assert series.unit == "tokens/s"
+    # Without results.throughput_unit, the unit results.throughput is declared with.
+    (plain,) = build_series([unit_rec("m", 1, 1.0, None)], "exp.replica_batch",
+                            "results.throughput")
+    assert plain.unit == "samples/s"
+    timed = [{**r, "results.time": 10.0} for r in tokens]
+    assert build_series(timed, "exp.replica_batch", "results.time")[0].unit == "ms"
+    # A speedup is a ratio: no unit.
+    (ratio,) = build_series(tokens, "exp.replica_batch", "results.throughput", baseline_x=1)
+    assert ratio.unit == "" and ratio.y == [1.0, 2.0]
+    drawn = draw_chart([series], ylabel="results.throughput")
+    assert drawn.labels["ylabels"] == ["results.throughput (tokens/s)"]
+    assert drawn.labels["legend"] == []  # one series, named like the axis
+    # A label that already says the unit is kept as it is.
+    assert axis_label("tokens/s", "tokens/s") == "tokens/s"
+    assert axis_label("Throughput", "tokens/s") == "Throughput (tokens/s)"
+
+
+def test_a_series_mixing_units_is_refused_in_one_line() -> None:
+    records = [unit_rec("bert_base", 1, 71.2, "tokens/s"), unit_rec("resnet18", 2, 40.0,
+                                                                    "images/s")]
+    with pytest.raises(ChartError) as caught:
+        build_series(records, "exp.replica_batch", "results.throughput",
+                     queries=[{"exp.replica_batch": [1, 2]}])
+    assert str(caught.value) == (
+        "series '[1, 2]' mixes units of results.throughput: tokens/s (1 record(s)), "
+        "images/s (1 record(s)); give each unit its own series with --series")
+
+
+def test_series_in_different_units_get_a_panel_each() -> None:
+    records = [unit_rec("bert_base", b, 71.2 * b, "tokens/s") for b in (1, 2)]
+    records += [unit_rec("resnet18", b, 40.0 * b, "images/s") for b in (1, 2)]
+    records += [unit_rec("cartpole", b, 900.0 * b, "steps/s") for b in (1, 2)]
+    series = build_series(records, "exp.replica_batch", "results.throughput")
+    drawn = draw_chart(series, title="mixed", xlabel="exp.replica_batch",
+                       ylabel="results.throughput")
+    assert [(p.unit, [s.label for s in p.series]) for p in drawn.panels] == [
+        ("tokens/s", ["exp.model=bert_base"]), ("images/s", ["exp.model=resnet18"]),
+        ("steps/s", ["exp.model=cartpole"])]
+    assert drawn.labels["ylabels"] == ["results.throughput (tokens/s)",
+                                       "results.throughput (images/s)",
+                                       "results.throughput (steps/s)"]
+    assert chart_problems(drawn) == []
+
+
+# ---------------------------------------------------------------- grouping
+
+
+def test_a_parameter_that_moves_with_x_leaves_one_series() -> None:
+    # fake.step_ms set per batch size by an extension: one value at each x.
+    moving = [rec(b, 10.0 * b, fake__step_ms=step) for b, step in ((1, 5.0), (2, 8.0), (4, 9.0))]
+    (series,) = build_series(moving, "exp.replica_batch", "results.throughput")
+    assert series.x == [1, 2, 4] and series.label == "results.throughput"
+    # Two values at one x are two measurements: two series.
+    both = [*moving, rec(1, 3.0, fake__step_ms=8.0)]
+    labels = [s.label for s in build_series(both, "exp.replica_batch", "results.throughput")]
+    assert labels == ["fake.step_ms=5.0", "fake.step_ms=8.0", "fake.step_ms=9.0"]
+
+
+def test_models_are_never_one_series_even_at_different_x() -> None:
+    # As in the tables, where each model is a row of its own.
+    records = [rec(1, 10.0, exp__model="resnet18"), rec(2, 5.0, exp__model="resnet50")]
+    series = build_series(records, "exp.replica_batch", "results.throughput")
+    assert [(s.label, s.x) for s in series] == [("exp.model=resnet18", [1]),
+                                                ("exp.model=resnet50", [2])]

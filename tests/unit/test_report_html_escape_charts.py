@@ -21,10 +21,12 @@ def test_values_in_charts_status_and_key_names_are_escaped() -> None:
     ]
     page = render_html(Report("t", [Table("x", ["a"], [[1]])]), records)
     [svg] = re.findall(r"<svg.*?</svg>", page, re.S)
-    # the legend names both series, with their values escaped
+    # the legend names both series, with their values escaped (long labels are wrapped
+    # to fit the image, and matplotlib writes each line in a comment of its own)
     assert "exp.framework=&lt;script&gt;alert(1)&lt;/script&gt;" in svg
-    assert "&lt;img src=x onerror=alert(3)&gt;" in svg
+    assert "&lt;img src=x -->" in svg and "<!-- onerror=alert(3)&gt; -->" in svg
     assert '<figcaption>m (cpu, &lt;script&gt;alert(1)&lt;/script&gt;&quot;onmouseover' in page
+    assert "throughput in samples/s vs replica batch</figcaption>" in page
     assert '<span class="status status-bad">&lt;script&gt;alert(1)' in page
     assert "<script>alert" not in page and "<img" not in page
     parsed = parse(page)

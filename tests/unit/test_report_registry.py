@@ -51,7 +51,7 @@ def _records_file(tmp_path: Path, count: int) -> Path:
 
 def test_the_shipped_report_types_are_the_cli_choices() -> None:
     names = [entry.name for entry in types.report_types()]
-    assert names == ["exploration", "weak-scaling", "strong-scaling", "scorecard"]
+    assert names == ["exploration", "weak-scaling", "strong-scaling", "scorecard", "serving"]
     assert _choices(["report"], "report_type") == names
     # Each class imports and says whether it needs a baseline: only the scorecard does.
     assert [e.name for e in types.report_types() if e.load().uses_baseline] == ["scorecard"]
@@ -78,7 +78,7 @@ def test_a_registered_report_type_runs_end_to_end_and_leaves_no_trace(
     assert main(["report", "--type", "count", "--input", source]) == 2
     assert capsys.readouterr().err.strip() == (
         "dlbench: error: --type: 'count' is not one of exploration, weak-scaling, "
-        "strong-scaling, scorecard")
+        "strong-scaling, scorecard, serving")
 
 
 def test_baseline_belongs_to_the_types_that_use_one(
@@ -102,8 +102,8 @@ def test_registry_refuses_a_taken_name_and_names_the_accepted_ones(count_type: N
 
 
 def test_format_choices_come_from_the_two_format_families() -> None:
-    assert _choices(["query"], "format") == ["table", "json", "csv"] == list(DATA_FORMATS)
-    assert _choices(["plan"], "format") == ["table", "json"]
+    assert _choices(["query"], "format") == ["text", "json", "csv"] == list(DATA_FORMATS)
+    assert _choices(["plan"], "format") == ["text", "json"]
     assert _choices(["report"], "format") == [*REPORT_FORMATS, HTML_FORMAT]
     assert _choices(["compare"], "format") == ["text", "markdown", "csv", "json"]
     assert _choices(["sysinfo"], "format") == _choices(["peak"], "format") == ["text", "json"]

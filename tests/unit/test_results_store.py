@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import textwrap
@@ -37,13 +38,25 @@ def test_put_upserts_one_row_per_id_and_keeps_first_position(tmp_path: Path) -> 
 def test_columns_and_meta(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     with Store(path) as store:
-        store.put({"exp.id": "a", "exp.status": "ok"})
+        store.put({"exp.id": "a", "exp.status": "ok", "results.time": 2.5,
+                   "results.time_data": [2.5], "results.stable": True})
     db = sqlite3.connect(path)
-    row = db.execute("SELECT id, status, updated, record FROM experiments").fetchone()
+    row = db.execute("SELECT id, status, updated, shape FROM experiments").fetchone()
     assert row[:2] == ("a", "ok")
     assert row[2].endswith("+00:00") and "T" in row[2]
-    assert db.execute("SELECT value FROM meta WHERE key='format_version'").fetchone() == ("1",)
+    assert db.execute("SELECT value FROM meta WHERE key='format_version'").fetchone() == (
+        str(FORMAT_VERSION),)
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    ids = dict(db.execute("SELECT name, id FROM keys").fetchall())
+    # Scalars typed in their key's table, the series apart (a list of floats as
+    # doubles, any other as JSON), booleans as JSON.
+    assert db.execute(f"SELECT v, typeof(v) FROM v_{ids['results.time']}").fetchall() == [
+        (2.5, "real")]
+    assert db.execute(f"SELECT v FROM s_{ids['results.time_data']}").fetchall() == [
+        (struct.pack("=d", 2.5),)]
+    assert db.execute(f"SELECT v FROM v_{ids['results.stable']}").fetchall() == [(b"true",)]
+    assert not db.execute(
+        "SELECT name FROM sqlite_master WHERE name = ?", (f"s_{ids['results.time']}",)).fetchall()
     db.close()
 
 
@@ -92,7 +105,7 @@ def test_newer_format_version_is_refused(tmp_path: Path) -> None:
     db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (str(FORMAT_VERSION + 1),))
     db.commit()
     db.close()
-    with pytest.raises(ResultsError, match="format version 2"):
+    with pytest.raises(ResultsError, match=f"format version {FORMAT_VERSION + 1}"):
         Store(path)
 
 

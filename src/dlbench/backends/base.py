@@ -16,7 +16,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.config.catalog import FRAMEWORKS
 from dlbench.errors import WorkerError
 
 
@@ -80,16 +79,48 @@ class Backend(ABC):
         every replica receives all of them. A single process returns ``[times_ms]``."""
         return [list(times_ms)]
 
+    def memory_breakdown(self) -> dict[str, Any]:
+        """``results.memory.*`` after the timed batches: bytes of weights, gradients,
+        optimizer state, activations saved for backward, the device allocator's peak.
+        May run one untimed step. What the framework cannot count, the note says."""
+        return {"results.memory.note": "this framework gives no memory breakdown"}
+
+    def start_profile(self, tool: str, trace_path: str) -> None:
+        """Open the profiling window of ``exp.profile=tool`` (its output, if any, goes
+        to ``trace_path``); the worker then runs the window's steps."""
+        raise WorkerError(f"exp.profile={tool} is not supported by this backend")
+
+    def stop_profile(self, wall_ms: float) -> dict[str, Any]:
+        """Close the window, whose steps took ``wall_ms``; ``results.profile.*``."""
+        return {}
+
+    def start_epoch(self) -> int:
+        """exp.phase=train_to_accuracy: start a pass over the training data and return
+        its number of batches, which the worker then runs with :meth:`step`."""
+        raise WorkerError("exp.phase=train_to_accuracy is not supported by this backend")
+
+    def evaluate(self) -> float:
+        """exp.phase=train_to_accuracy: the accuracy (0 to 1) on the held-out data."""
+        raise WorkerError("exp.phase=train_to_accuracy is not supported by this backend")
+
     def teardown(self) -> None:  # noqa: B027 - optional hook
         """Release what ``setup`` took. Called even when a step failed."""
 
 
 def load_backend(params: Mapping[str, Any]) -> Backend:
-    """Import the backend of ``params['exp.framework']`` and construct it."""
-    info = FRAMEWORKS[str(params["exp.framework"])]
-    module = importlib.import_module(info.module)
+    """Import the backend of ``params['exp.framework']`` and construct it: the
+    ``BACKEND`` of the module ``exp.framework_module`` names (the parent's declaration,
+    so a framework the parent registered at run time is found here too), else of the
+    module this process's catalog declares."""
+    # Imported here, not at the top: a one-module framework imports this module while
+    # the catalog is loading its declaration.
+    from dlbench.config.catalog import FRAMEWORKS
+
+    path = str(params.get("exp.framework_module")
+               or FRAMEWORKS[str(params["exp.framework"])].module)
+    module = importlib.import_module(path)
     backend_class = module.BACKEND
     backend = backend_class(params)
     if not isinstance(backend, Backend):
-        raise TypeError(f"{info.module}.BACKEND is not a dlbench Backend")
+        raise TypeError(f"{path}.BACKEND is not a dlbench Backend")
     return backend

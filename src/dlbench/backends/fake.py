@@ -51,6 +51,13 @@ class FakeBackend(Backend):
         self.random = random.Random(int(p["fake.seed"]))
         self.nan_batch: int | None = None
         size = int(p["fake.memory_mb"]) * 2**20
+        # The batch's own memory, so that a batch too large for fake.memory_cap_mb runs
+        # out of memory as a real model does, at a batch known in advance.
+        size += int(float(p["fake.sample_memory_mb"]) * 2**20 * int(p["exp.replica_batch"]))
+        cap = float(p["fake.memory_cap_mb"])
+        if cap and size > cap * 2**20:
+            raise MemoryError(f"fake: {size / 2**20:g} MiB do not fit in "
+                              f"fake.memory_cap_mb={cap:g}")
         self.memory = bytearray(size)
         # Write one byte per page so the memory is resident, not just reserved.
         for offset in range(0, size, 4096):
@@ -102,6 +109,9 @@ class FakeBackend(Backend):
         if self.nan_batch is not None and self.nan_batch < num_steps:
             raise NonFiniteLoss(self.nan_batch)
         return {}
+
+    def memory_breakdown(self) -> dict[str, Any]:
+        return {}  # no model: nothing to break down
 
     def flops_per_sample(self) -> float | None:
         flops = float(self.params["fake.flops_per_sample"])

@@ -19,6 +19,9 @@ already split.
 
 Mixed precision: ``exp.dtype`` is the modules' compute dtype; parameters,
 gradients, optimizer state, the loss and batch-norm statistics stay float32.
+
+The profiling window (``exp.profile=jax``) and the memory breakdown are in
+:mod:`dlbench.backends.jax_extras`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from dlbench.backends.base import Backend, NonFiniteLoss
+from dlbench.backends.jax_extras import JaxExtras
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
 from dlbench.models.jax.workloads import JaxWorkload, make_jax_workload
@@ -105,7 +109,7 @@ def _program_flops(compiled: Any) -> float:
     return float((analysis or {}).get("flops", 0.0))
 
 
-class JaxBackend(Backend):
+class JaxBackend(JaxExtras, Backend):
     """``exp.framework=jax``: see the ``jax.*`` parameters."""
 
     def setup(self) -> None:
@@ -182,16 +186,20 @@ class JaxBackend(Backend):
         workload = self.workload
         self.num_losses = int(p["exp.num_warmup_batches"]) + int(p["exp.num_batches"])
 
-        def train_step(state: dict[str, Any], inputs: Any, targets: Any) -> dict[str, Any]:
+        def loss_of(state: dict[str, Any], params: Any, inputs: Any,
+                    targets: Any) -> tuple[Any, Any]:
+            """The loss of a step from ``state`` with ``params``, and the new batch-norm
+            statistics."""
             rngs = {"dropout": jax.random.fold_in(state["rng"], state["step"])}
+            variables = {"params": params, "batch_stats": state["batch_stats"]}
+            logits, updates = module.apply(variables, inputs, train=True, rngs=rngs,
+                                           mutable=["batch_stats"])
+            return workload.loss(logits, targets), updates
 
-            def loss_of(params: Any) -> tuple[Any, Any]:
-                variables = {"params": params, "batch_stats": state["batch_stats"]}
-                logits, updates = module.apply(variables, inputs, train=True, rngs=rngs,
-                                               mutable=["batch_stats"])
-                return workload.loss(logits, targets), updates
-
-            (loss, updates), grads = jax.value_and_grad(loss_of, has_aux=True)(state["params"])
+        def train_step(state: dict[str, Any], inputs: Any, targets: Any) -> dict[str, Any]:
+            (loss, updates), grads = jax.value_and_grad(
+                lambda params: loss_of(state, params, inputs, targets), has_aux=True,
+            )(state["params"])
             changes, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
             return {
                 "params": optax.apply_updates(state["params"], changes),
@@ -223,6 +231,13 @@ class JaxBackend(Backend):
         state["losses"] = jax.device_put(jnp.zeros((self.num_losses,), jnp.float32),
                                          self.replicated)
         self.state = state
+
+        def step_loss(params: Any, inputs: Any, targets: Any) -> Any:
+            # The memory breakdown's view of a step: the current state's statistics
+            # and dropout key, read when it is called.
+            return loss_of(self.state, params, inputs, targets)[0]
+
+        self.step_loss = step_loss
 
     def _setup_inference(self, module: Any, variables: Any, batched: NamedSharding) -> None:
         def infer(variables: Any, inputs: Any) -> Any:

@@ -39,7 +39,7 @@ from dlbench.backends.base import Backend
 
 # The FLOP formulas of the PyTorch backend (its corrections for convolution gradients
 # and CPU attention), so that both backends count the same model the same way.
-from dlbench.backends.pytorch import _flop_formulas
+from dlbench.backends.pytorch_flops import flop_formulas
 from dlbench.config.catalog import MODELS
 from dlbench.config.frameworks.onnxruntime import ONNXRUNTIME_PROVIDERS
 from dlbench.errors import WorkerError
@@ -164,7 +164,7 @@ def describe_model(workload: Workload, batch: int) -> tuple[str, int, float | No
         params = sum(t.numel() for t in module.parameters())
         try:
             inputs, _ = workload.synthetic_batch(batch, torch.device("meta"))
-            with FlopCounterMode(display=False, custom_mapping=_flop_formulas()) as counter:
+            with FlopCounterMode(display=False, custom_mapping=flop_formulas()) as counter:
                 workload.infer(module, inputs)
         except (RuntimeError, NotImplementedError, TypeError, ValueError):
             return architecture, params, None  # an operator without a meta implementation

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import math
 import os
 import warnings
 from collections.abc import Iterator
@@ -24,72 +23,16 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from dlbench.backends.base import Backend, NonFiniteLoss
+from dlbench.backends.pytorch_extras import PyTorchExtras
+from dlbench.backends.pytorch_flops import flop_formulas
+from dlbench.backends.pytorch_generate import PyTorchGenerate
+from dlbench.backends.pytorch_step import fast_step
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
 from dlbench.models.pytorch.workload_base import Batch, Workload
 from dlbench.models.pytorch.workloads import make_workload
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-# Losses are kept on the device in chunks of this many steps; a new chunk is added
-# when one fills, since with exp.num_batches=auto the number of steps is not known.
-_LOSS_CHUNK = 256
-
-
-def _attention_flops(
-    query: tuple[int, ...], key: tuple[int, ...], value: tuple[int, ...]
-) -> int:
-    """The two batched matrix products of attention, as FlopCounterMode counts the
-    CUDA kernels: ``Q K^T`` and ``P V``."""
-    *heads, queries, depth = query  # (batch, heads, queries, depth)
-    keys, value_depth = key[-2], value[-1]
-    return 2 * math.prod(heads) * queries * keys * (depth + value_depth)
-
-
-def _cpu_attention(
-    query: tuple[int, ...], key: tuple[int, ...], value: tuple[int, ...], *args: Any,
-    **kwargs: Any,
-) -> int:
-    return _attention_flops(query, key, value)
-
-
-def _cpu_attention_backward(
-    grad_out: tuple[int, ...], query: tuple[int, ...], key: tuple[int, ...],
-    value: tuple[int, ...], *args: Any, **kwargs: Any,
-) -> int:
-    # Four products (grads of V, of the scores, of Q and of K): twice the forward.
-    return 2 * _attention_flops(query, key, value)
-
-
-def _conv_backward(
-    grad_out: tuple[int, ...], x: tuple[int, ...], weight: tuple[int, ...], _bias: Any,
-    _stride: Any, _padding: Any, _dilation: Any, transposed: bool, _output_padding: Any,
-    _groups: int, output_mask: Any, **kwargs: Any,
-) -> int:
-    """A convolution's input and weight gradients, each as many FLOPs as its forward:
-    ``2 * batch * weight elements * positions`` (output positions; input positions for
-    a transposed convolution). PyTorch's own formula forgets the groups in the weight
-    gradient, counting a depthwise convolution's ``groups`` times over (and, before
-    2.2, got transposed convolutions wrong: pytorch/pytorch#119806)."""
-    positions = x[2:] if transposed else grad_out[2:]
-    one = 2 * x[0] * math.prod(weight) * math.prod(positions)
-    return one * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
-
-
-def _flop_formulas() -> dict[Any, Any]:
-    """Our corrections to FlopCounterMode's formulas, where this PyTorch has the ops.
-
-    PyTorch counts the attention kernels of CUDA but not the CPU's flash attention,
-    which would make a transformer's FLOPs on CPU miss its attention.
-    """
-    mapping: dict[Any, Any] = {torch.ops.aten.convolution_backward: _conv_backward}
-    for name, formula in (
-        ("_scaled_dot_product_flash_attention_for_cpu", _cpu_attention),
-        ("_scaled_dot_product_flash_attention_for_cpu_backward", _cpu_attention_backward),
-    ):
-        with contextlib.suppress(AttributeError, RuntimeError):
-            mapping[getattr(torch.ops.aten, name)] = formula
-    return mapping
 
 
 def _channels_last(batch: Batch, enabled: bool) -> Batch:
@@ -99,7 +42,7 @@ def _channels_last(batch: Batch, enabled: bool) -> Batch:
     return inputs, targets
 
 
-class PyTorchBackend(Backend):
+class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
     """``exp.framework=pytorch``: see the ``pytorch.*`` parameters."""
 
     def setup(self) -> None:
@@ -111,6 +54,7 @@ class PyTorchBackend(Backend):
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         self.device = self._device(str(p["exp.gpus"]), local_rank)
+        self.on_cuda = self.device.type == "cuda"
         if self.world_size > 1:
             self._join_process_group()
         # The same initial weights and synthetic data in every run of the experiment,
@@ -118,9 +62,10 @@ class PyTorchBackend(Backend):
         torch.manual_seed(int(p["pytorch.seed"]))
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = bool(p["pytorch.cudnn_benchmark"])
-
+        if p["exp.phase"] == "generate":  # its own model and prompts: pytorch_generate.py
+            return self.setup_generate()
         info = MODELS[str(p["exp.model"])]
-        self.training = p["exp.phase"] == "training"
+        self.training = p["exp.phase"] in ("training", "train_to_accuracy")
         dtype = _DTYPES[str(p["exp.dtype"])]
         self.workload = make_workload(info, int(p["exp.image_size"]), int(p["exp.seq_len"]))
         self.channels_last = bool(p["pytorch.channels_last"])
@@ -135,8 +80,11 @@ class PyTorchBackend(Backend):
             self.replicated = self._data_parallel(module)
 
         self.batches: Iterator[Batch] | None = None
+        self.batch: Batch | None = None
         data_dir = str(p.get("exp.data_dir", ""))
-        if data_dir:
+        if p["exp.phase"] == "train_to_accuracy":
+            self.start_epoch()  # a held-out split (dlbench.backends.accuracy_data)
+        elif data_dir:
             if not info.real_data_kind:
                 raise WorkerError(
                     f"exp.data_dir={data_dir!r}: model {info.id} reads synthetic data only"
@@ -157,6 +105,7 @@ class PyTorchBackend(Backend):
             else contextlib.nullcontext
         )
         self.optimizers: list[torch.optim.Optimizer] = []
+        use_scaler = False
         if self.training and self.workload.runs_model:
             name = str(p["pytorch.optimizer"])
             rate = self.workload.learning_rates[name]
@@ -169,14 +118,19 @@ class PyTorchBackend(Backend):
             use_scaler = dtype == torch.float16 and self.device.type == "cuda"
             self.scaler = torch.amp.GradScaler("cuda", enabled=use_scaler)
         # Losses stay on the device and are checked once at the end: reading each one
-        # back would synchronise the device inside the timed loop.
-        self.loss_chunks: list[torch.Tensor] = []
+        # back would synchronise the device inside the timed loop. A list, not a
+        # preallocated tensor: writing into one is a device copy on every step.
+        self.losses: list[torch.Tensor] = []
 
         # Counted on the eager module, before compilation hides its operators.
         self.flops = self._count_flops() if self.workload.runs_model else None
         self.model: Any = self.replicated
         if bool(p["pytorch.compile"]) and self.workload.runs_model:
             self.model = self.workload.compile(self.replicated, str(p["pytorch.compile_mode"]))
+        self._step = fast_step(
+            self.workload, self.model, self.batch if self.batches is None else None,
+            self.training, self.optimizers, self.autocast if dtype != torch.float32 else None,
+            use_scaler, self.losses) or self._general_step
 
     @staticmethod
     def _device(gpus: str, local_rank: int = 0) -> torch.device:
@@ -230,6 +184,7 @@ class PyTorchBackend(Backend):
 
     def _next_batch(self) -> Batch:
         if self.batches is None:
+            assert self.batch is not None
             return self.batch
         inputs, targets = next(self.batches)
         if not self.workload.runs_model:
@@ -266,7 +221,7 @@ class PyTorchBackend(Backend):
                 stack.enter_context(torch.backends.cudnn.flags(enabled=False))
                 stack.enter_context(torch.backends.mkldnn.flags(enabled=False))
             counter = stack.enter_context(
-                FlopCounterMode(display=False, custom_mapping=_flop_formulas())
+                FlopCounterMode(display=False, custom_mapping=flop_formulas())
             )
             if self.training:
                 losses = self.workload.training_losses(self.module, inputs, targets)
@@ -281,34 +236,39 @@ class PyTorchBackend(Backend):
         total = counter.get_total_flops()
         return total / inputs.shape[0] if total else None
 
-    def _record_loss(self, index: int, loss: torch.Tensor) -> None:
-        chunk, offset = divmod(index, _LOSS_CHUNK)
-        while len(self.loss_chunks) <= chunk:
-            self.loss_chunks.append(torch.zeros(_LOSS_CHUNK, device=self.device))
-        self.loss_chunks[chunk][offset] = loss
-
     def step(self, index: int) -> None:
+        # Specialised at set-up (backends.pytorch_step), else the general step below.
+        self._step(index)
+
+    def _general_step(self, index: int) -> None:
         inputs, targets = self._next_batch()
         if not self.workload.runs_model:
             return  # the loader: waiting for the batch was the step
         if self.training:
-            self._record_loss(index, self._train(self.model, inputs, targets))
+            self.losses.append(self._train(self.model, inputs, targets))
         else:
             with torch.inference_mode(), self.autocast():
                 self.workload.infer(self.model, inputs)
 
     def synchronize(self) -> None:
-        if self.device.type == "cuda":
+        # A flag set once: reading ``device.type`` costs more than half a microsecond,
+        # inside every timed interval.
+        if self.on_cuda:
             torch.cuda.synchronize(self.device)
 
     def finish(self, num_steps: int) -> dict[str, Any]:
-        if not self.loss_chunks:
+        if not self.losses:
             return {}
-        losses = torch.cat(self.loss_chunks)[:num_steps].cpu()
+        # One read of the device for every loss of the run.
+        losses = torch.stack(self.losses[:num_steps]).float().cpu()
         bad = (~torch.isfinite(losses)).nonzero()
         if len(bad):
             raise NonFiniteLoss(int(bad[0].item()))
-        return {"results.loss_last": float(losses[-1].item()) if num_steps else None}
+        extra: dict[str, Any] = {
+            "results.loss_last": float(losses[-1].item()) if num_steps else None}
+        if self.params["exp.phase"] == "train_to_accuracy":
+            extra["results.accuracy_data"] = self.accuracy_data()
+        return extra
 
     def throughput_unit(self) -> tuple[str, float]:
         return self.workload.throughput_unit(self.training)
@@ -373,7 +333,7 @@ def model_summary(model_id: str) -> tuple[int, float | None]:
         try:
             inputs, _ = workload.synthetic_batch(1, torch.device("meta"))
             module.eval()
-            with FlopCounterMode(display=False, custom_mapping=_flop_formulas()) as counter:
+            with FlopCounterMode(display=False, custom_mapping=flop_formulas()) as counter:
                 workload.infer(module, inputs)
         except (RuntimeError, NotImplementedError, TypeError, ValueError):
             return params, None

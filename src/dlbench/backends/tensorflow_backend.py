@@ -15,7 +15,9 @@ one per GPU of ``exp.gpus``, or on the CPU ``exp.num_local_replicas`` logical de
 that share its cores. Every replica takes ``exp.replica_batch`` samples, gradients
 are summed across replicas, and the step is one global batch of
 ``exp.effective_batch`` samples. The thread pools and the replicas' devices are set
-up by :mod:`dlbench.backends.tensorflow_devices`.
+up by :mod:`dlbench.backends.tensorflow_devices`; the profiling window
+(``exp.profile=tensorflow``) and the memory breakdown by
+:mod:`dlbench.backends.tensorflow_extras`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import tensorflow as tf
 
 from dlbench.backends.base import Backend, NonFiniteLoss
 from dlbench.backends.tensorflow_devices import select_devices, set_threads
+from dlbench.backends.tensorflow_extras import TensorFlowExtras
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
 from dlbench.models.tensorflow.flops import graph_flops
@@ -83,7 +86,7 @@ def _agree_on_overflow(grads: list[Any]) -> list[Any]:
     return agreed
 
 
-class TensorFlowBackend(Backend):
+class TensorFlowBackend(TensorFlowExtras, Backend):
     """``exp.framework=tensorflow``: see the ``tensorflow.*`` parameters."""
 
     def setup(self) -> None:

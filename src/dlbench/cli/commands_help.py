@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from dlbench.cli.usage import flag_lines, wrapped_rows
 from dlbench.config.catalog import FRAMEWORKS, MODELS, FrameworkInfo
 from dlbench.config.model_sizes import MODEL_SIZES
 from dlbench.config.registry import REGISTRY, Param
@@ -192,9 +193,15 @@ def show_help(args: argparse.Namespace) -> int:
         lines.append("GFLOPs/sample: inference at the published size; training runs record "
                      "their own count (results.flops_per_sample).")
     if args.suites:
-        lines += format_table(
-            [{"suite": name, "description": suite_description(name)} for name in suite_names()],
-            ["suite", "description"])
+        # Descriptions are paragraphs: wrapped to the terminal (80 columns in a file).
+        rows = [("suite", "description"), ("-----", "-----------"),
+                *((name, suite_description(name)) for name in suite_names())]
+        lines += wrapped_rows(rows)
+    if args.flags:
+        # Imported here: the parser is built by the module that imports this one.
+        from dlbench.cli.main import build_parser
+
+        lines += flag_lines(build_parser())
     if args.results is not None:
         keys = describe_keys(_regex(args.results, "--results") if args.results else None)
         lines += keys or ["no result key matches"]
@@ -207,6 +214,7 @@ def show_help(args: argparse.Namespace) -> int:
             "dlbench help --models           the model zoo",
             "dlbench help --suites           the named suites (dlbench run --suite NAME)",
             "dlbench help --results [REGEX]  the result keys (results.*, sys.*, hw.*)",
+            "dlbench help --flags            every command's options",
             f"{len(REGISTRY)} parameters are declared; names outside them go under user.",
             f"{len(RESULT_KEYS)} result keys and families of keys are declared.",
         ]

@@ -76,11 +76,15 @@ def plot(args: argparse.Namespace) -> int:
     for message in warnings:
         print(f"dlbench: warning: {message}", file=sys.stderr)
     # The x axis names the parameter, so "at 1" is enough (a longer label overflows).
+    # The axis adds the records' unit to the label (none for a ratio).
     ylabel = args.ylabel or (
         args.y if baseline is None else f"{args.y} / value at {args.baseline_x}")
+    problems: list[str] = []
     data = render_chart(series, chart=args.chart, title=args.title,
                         xlabel=args.xlabel or args.x, ylabel=ylabel,
-                        fmt=fmt)
+                        fmt=fmt, problems=problems)
+    for problem in problems:
+        print(f"dlbench: warning: chart: {problem}", file=sys.stderr)
     write_atomically(args.output, data)
     print(f"chart written to {args.output} ({len(series)} series, "
           f"{count_points(series)} points)")

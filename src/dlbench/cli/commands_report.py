@@ -12,6 +12,7 @@ from dlbench.formats import HTML_FORMAT
 from dlbench.report.baseline import dump_baseline, make_baseline
 from dlbench.report.cells import Report
 from dlbench.report.render import render_report
+from dlbench.report.scorecard import ScorecardReport
 from dlbench.report.types import ReportOptions, report_type, report_types
 from dlbench.results.io import load_records, write_atomically
 from dlbench.results.parser import ParseWarning
@@ -19,12 +20,13 @@ from dlbench.results.query import parse_query, select_records
 
 
 def _selected(args: argparse.Namespace) -> list[dict[str, Any]]:
-    query = parse_query(args.query, "--query")
+    flag = args.where_flag  # --where, or the deprecated --query if that is what was typed
+    query = parse_query(args.where, flag)
     warnings: list[ParseWarning] = []
     records = load_records(args.input, parse_warnings=warnings)
     for warning in warnings:
         print(f"dlbench: warning: {warning}", file=sys.stderr)
-    return select_records(records, query, "--query", f"--input {' '.join(args.input)}")
+    return select_records(records, query, flag, f"--input {' '.join(args.input)}")
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -35,10 +37,12 @@ def _check_arguments(args: argparse.Namespace) -> None:
     if uses_baseline and not args.baseline:
         raise ResultsError(f"--type {args.report_type} needs --baseline FILE (.json, .yaml or "
                            ".csv); `dlbench baseline` writes one from results")
-    if args.baseline and not uses_baseline:
-        takers = [e.name for e in report_types() if e.load().uses_baseline]
-        raise ResultsError(f"--baseline is used by --type {' and '.join(takers)} only, not "
-                           f"{args.report_type}")
+    takers = [e.name for e in report_types() if e.load().uses_baseline]
+    for flag, given in (("--baseline", args.baseline), ("--fail-on-miss", args.fail_on_miss),
+                        ("--fail-on-verdict", args.fail_on_verdict)):
+        if given and not uses_baseline:
+            raise ResultsError(f"{flag} is used by --type {' and '.join(takers)} only, not "
+                               f"{args.report_type}")
 
 
 def build_report(args: argparse.Namespace, records: list[dict[str, Any]]) -> Report:
@@ -70,7 +74,23 @@ def report(args: argparse.Namespace) -> int:
             print(f"dlbench: warning: {warning}", file=sys.stderr)
     if args.output:
         print(f"{args.report_type} report written to {args.output}", file=sys.stderr)
-    return 0
+    return _gate(args, built)
+
+
+def _gate(args: argparse.Namespace, built: Report) -> int:
+    """1 when a CI gate asked for (--fail-on-miss, --fail-on-verdict) is not met, with
+    why on stderr; else 0."""
+    if not isinstance(built, ScorecardReport):
+        return 0
+    failed = 0
+    if args.fail_on_miss and built.missed:
+        print(f"dlbench: --fail-on-miss: {len(built.missed)} benchmark(s) missed their "
+              f"target: {'; '.join(built.missed)}", file=sys.stderr)
+        failed = 1
+    if args.fail_on_verdict and not built.passed:
+        print("dlbench: --fail-on-verdict: the overall verdict is FAIL", file=sys.stderr)
+        failed = 1
+    return failed
 
 
 def baseline(args: argparse.Namespace) -> int:

@@ -26,13 +26,14 @@ def parse(args: argparse.Namespace) -> int:
 
 def query(args: argparse.Namespace) -> int:
     """Print the records that match --where."""
-    where = parse_query(args.where, "--where")
+    flag = args.where_flag  # --where, or the deprecated alias the user typed
+    where = parse_query(args.where, flag)
     warnings: list[ParseWarning] = []
     # From logs (no store), a damaged or incomplete log is worth knowing about here too.
     records = load_records(args.input, parse_warnings=warnings)
     for warning in warnings:
         print(f"dlbench: warning: {warning}", file=sys.stderr)
-    selected = select_records(records, where, "--where", f"--input {' '.join(args.input)}")
+    selected = select_records(records, where, flag, f"--input {' '.join(args.input)}")
     if args.format == "json":
         print(dumps_records(selected))
         return 0
@@ -41,8 +42,9 @@ def query(args: argparse.Namespace) -> int:
     else:
         columns = choose_columns(
             selected, ["exp.model", "exp.status", "results.time", "results.throughput"])
-    # A CSV is read by programs: full precision. A table is read by people: 2 decimals.
-    fmt, floatfmt = ("csv", "{!r}") if args.format == "csv" else ("text", "{:.2f}")
+    # A CSV is read by programs: full precision. A table is read by people: each number
+    # at its precision (2 decimals from 1 up, 4 significant digits below).
+    fmt, floatfmt = ("csv", "{!r}") if args.format == "csv" else ("text", None)
     for line in format_table(selected, columns, fmt=fmt, floatfmt=floatfmt):
         print(line)
     return 0

@@ -12,10 +12,11 @@ from typing import Any
 from dlbench.config import load_spec, plan_experiments
 from dlbench.config.registry import varying_parameters
 from dlbench.config.spec import Sourced
-from dlbench.errors import ConfigError, PathError
+from dlbench.errors import ConfigError, PathError, UsageError
 from dlbench.launch.launchers import Launcher, launcher, launchers
+from dlbench.launch.runner import Runner
 from dlbench.launch.signals import SIGUSR1_EXIT_STATUS
-from dlbench.results.text_table import format_table
+from dlbench.results.text_table import format_table, is_simulated
 from dlbench.suites import suite_path
 from dlbench.textsafe import safe_text
 
@@ -33,7 +34,12 @@ RESULT_HEADERS = {
 }
 
 
-def _planned(args: argparse.Namespace, chosen: Launcher | None = None) -> list[dict[str, Any]]:
+def planned_experiments(
+    args: argparse.Namespace, chosen: Launcher | None = None
+) -> list[dict[str, Any]]:
+    """The experiments of the sweep the spec arguments of ``args`` describe, resolved and
+    checked (``chosen``: the launcher, whose defaults apply); the spec's warnings go to
+    stderr."""
     overrides = {}
     if args.out is not None and not args.out.strip():
         raise PathError("--out: empty path; give the run directory, e.g. --out runs/sweep")
@@ -41,6 +47,8 @@ def _planned(args: argparse.Namespace, chosen: Launcher | None = None) -> list[d
         overrides["exp.out_dir"] = (str(Path(args.out).resolve()), "--out flag")
     configs = [*(suite_path(name) for name in args.suite), *args.config]
     spec = load_spec(configs, args.params, args.variables, args.extensions, overrides)
+    for warning in spec.warnings:
+        print(f"dlbench: warning: {warning}", file=sys.stderr)
     # A launcher's own defaults (Slurm: the nodes of a job meet on its first node).
     for name, value in (chosen.defaults() if chosen is not None else {}).items():
         if name not in spec.parameters and name not in spec.variables:
@@ -110,13 +118,17 @@ def _parameter_columns(records: list[dict[str, Any]]) -> list[str]:
 
 def plan(args: argparse.Namespace) -> int:
     """Print the experiments a sweep would run, and their count."""
-    experiments = _planned(args)
+    experiments = planned_experiments(args)
     if args.format == "json":
         print(json.dumps({"data": experiments}, indent=1))
         return 0
     columns = ["exp.id", *[c for c in _parameter_columns(experiments) if c != "exp.id"]]
     for line in format_table(experiments, columns):
         print(line)
+    simulated = sorted({str(e["exp.framework"]) for e in experiments
+                        if is_simulated(e.get("exp.framework"))})
+    for framework in simulated:
+        print(f"{framework}(MODEL): simulated steps; the {framework} framework runs no model")
     print(f"{len(experiments)} experiment{'s' if len(experiments) != 1 else ''}")
     return 0
 
@@ -146,7 +158,12 @@ def run(args: argparse.Namespace) -> int:
     138 (128 + SIGUSR1) after a SIGUSR1 stop; 2 for a mistake in the command.
     """
     runner = _launcher(args)
-    experiments = _planned(args, runner)
+    if getattr(args, "interleave", False):
+        if not isinstance(runner, Runner) or not runner.watches_workers:
+            raise UsageError(f"--interleave: only with --launcher local (the launcher is "
+                             f"{args.launcher})")
+        runner.interleave = True
+    experiments = planned_experiments(args, runner)
     check_run_paths(experiments, args.out is not None)
     try:
         result = runner.run(experiments)

@@ -3,7 +3,12 @@
 Errors a user can cause (:class:`~dlbench.errors.DlbenchError`, argparse's own errors,
 a file named on the command line that cannot be read or written) print as one line on
 stderr with exit status 2; Ctrl-C ends with 130 and no traceback; anything else is a
-bug and keeps its traceback.
+bug and keeps its traceback. Bare ``dlbench`` prints its usage and the commands on
+stderr and exits 2, as ``git`` prints its own: it is a command line without a command.
+
+Each command is one ``_add_<command>`` function, listed in :data:`COMMANDS`; its
+options use the shared vocabulary of :mod:`dlbench.cli.usage` (``--where``,
+``--format text``, help that shows every default).
 """
 
 from __future__ import annotations
@@ -12,12 +17,13 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import TypeAlias
 
 from dlbench import __version__
-from dlbench.cli import commands_help, commands_results, commands_run
-from dlbench.cli.usage import Parser
+from dlbench.cli import commands_help, commands_history, commands_results, commands_run
+from dlbench.cli.usage import Parser, add_format, add_where, format_choices, overview
 from dlbench.errors import DlbenchError
-from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS, subset
+from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS
 from dlbench.launch.launchers import launchers
 from dlbench.report.types import report_types
 from dlbench.textsafe import safe_text
@@ -25,14 +31,18 @@ from dlbench.textsafe import safe_text
 #: Exit status after Ctrl-C: 128 + SIGINT, the shell's convention.
 INTERRUPTED_EXIT_STATUS = 130
 
+#: What ``add_subparsers`` returns: each command adds its parser to it.
+Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
 
-def _add_spec_arguments(parser: argparse.ArgumentParser) -> None:
+
+def _add_spec_arguments(parser: argparse.ArgumentParser, out: bool = True) -> None:
     group = parser.add_argument_group("sweep spec (DLBS semantics; values are YAML flow)")
     group.add_argument("--config", action="append", default=[], metavar="FILE",
                        help="YAML or JSON spec file with parameters, variables, extensions; "
                             "several merge in order")
     group.add_argument("-P", dest="params", action="append", default=[], metavar="NAME=VALUE",
-                       help="set a parameter, e.g. -P exp.phase=inference")
+                       help="set a parameter, e.g. -P exp.phase=inference (a variable of the "
+                            "same name wins, with a warning)")
     group.add_argument("-V", dest="variables", action="append", default=[],
                        metavar="NAME=VALUES",
                        help="a variable: its values expand to a Cartesian product, "
@@ -43,22 +53,22 @@ def _add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--suite", action="append", default=[], metavar="NAME",
                        help="a named suite shipped with dlbench (`dlbench help --suites`); "
                             "read like a --config file, before the --config files")
-    group.add_argument("--out", metavar="DIR", default=None,
-                       help="run directory (sets exp.out_dir; default dlbench-out); running "
-                            "the same sweep into the same directory resumes it")
+    if out:
+        group.add_argument("--out", metavar="DIR", default=None,
+                           help="run directory (sets exp.out_dir; default dlbench-out); "
+                                "running the same sweep into the same directory resumes it")
     group.add_argument("--max-experiments", type=int, default=100_000, metavar="N",
-                       help="refuse a sweep of more than N experiments (default 100000)")
+                       help="refuse a sweep of more than N experiments")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every sub-command."""
-    parser = Parser(
-        prog="dlbench", allow_abbrev=False,
-        description="Deep-learning benchmarks: describe a sweep, run it, read the numbers.")
-    parser.add_argument("--version", action="version", version=f"dlbench {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+def _input(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", nargs="+", required=True, metavar="SRC",
+                        help="run directories, results.sqlite, or .json/.json.gz/.jsonl/.csv "
+                             "exports")
 
-    run = sub.add_parser("run", allow_abbrev=False, help="run a sweep of experiments",
+
+def _add_run(sub: Subparsers) -> None:
+    run = sub.add_parser("run", help="run a sweep of experiments",
                          description="Run each experiment of the sweep in a fresh worker "
                                      "process and print the results table.")
     _add_spec_arguments(run)
@@ -73,18 +83,40 @@ def build_parser() -> argparse.ArgumentParser:
                                     action="append", default=[])
             else:
                 launch.add_argument(f"--{flag.name}", metavar=flag.metavar, help=flag.help)
+    run.add_argument("--interleave", action="store_true",
+                     help="with exp.repeat=N, run process 1 of every experiment, then process "
+                          "2 of every experiment, ... so that a drift of the machine's speed "
+                          "hits every configuration alike (docs/measurement.md)")
     run.set_defaults(handler=commands_run.run)
 
-    plan = sub.add_parser("plan", allow_abbrev=False, help="print the experiments a sweep "
-                          "would run", description="Expand, resolve and check a sweep; "
-                          "run nothing.")
+
+def _add_plan(sub: Subparsers) -> None:
+    plan = sub.add_parser("plan", help="print the experiments a sweep would run",
+                          description="Expand, resolve and check a sweep; run nothing.")
     _add_spec_arguments(plan)
-    plan.add_argument("--format", choices=subset(DATA_FORMATS, "table", "json"),
-                      default=DATA_FORMATS[0])
+    add_format(plan, format_choices(DATA_FORMATS, "text", "json"),
+               "the experiments as an aligned table (text) or as resolved parameters (json)")
     plan.set_defaults(handler=commands_run.plan)
 
-    helpp = sub.add_parser("help", allow_abbrev=False, help="parameters, frameworks, models",
-                           description="Print from the parameter registry and the catalog.")
+
+def _add_status(sub: Subparsers) -> None:
+    status = sub.add_parser(
+        "status", help="what a run directory holds: done, failed, pending",
+        description="List the experiments of a run directory: done (ok), failed, and "
+                    "pending (started with no record yet; with the sweep's spec, also those "
+                    "never started).")
+    status.add_argument("--input", required=True, metavar="DIR",
+                        help="the run directory (--out of dlbench run)")
+    _add_spec_arguments(status, out=False)
+    add_format(status, format_choices(DATA_FORMATS, "text", "json"),
+               "a table and counts (text), or one JSON document")
+    status.set_defaults(handler=_lazy("commands_status", "status"))
+
+
+def _add_help(sub: Subparsers) -> None:
+    helpp = sub.add_parser("help", help="parameters, frameworks, models, suites, flags",
+                           description="Print from the parameter registry, the catalog "
+                                       "and the command line itself.")
     helpp.add_argument("--params", metavar="REGEX", help="parameters whose name matches")
     helpp.add_argument("--text", metavar="REGEX", help="parameters whose description matches")
     helpp.add_argument("--frameworks", nargs="?", const="", metavar="NAME",
@@ -93,9 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     helpp.add_argument("--suites", action="store_true", help="the named suites")
     helpp.add_argument("--results", nargs="?", const="", metavar="REGEX",
                        help="the result keys (results.*, sys.*, hw.*) whose name matches")
+    helpp.add_argument("--flags", action="store_true",
+                       help="every command's options, each named once")
     helpp.set_defaults(handler=commands_help.show_help)
 
-    parse = sub.add_parser("parse", allow_abbrev=False, help="turn logs into records",
+
+def _add_parse(sub: Subparsers) -> None:
+    parse = sub.add_parser("parse", help="turn logs into records",
                            description="Parse experiment logs into records.")
     parse.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories")
     parse.add_argument("--recursive", action="store_true", help="search directories deeply")
@@ -103,81 +139,111 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write .json, .json.gz, .jsonl or .csv (default: JSON on stdout)")
     parse.set_defaults(handler=commands_results.parse)
 
-    query = sub.add_parser("query", allow_abbrev=False, help="select records from results",
+
+def _add_query(sub: Subparsers) -> None:
+    query = sub.add_parser("query", help="select records from results",
                            description="Select records with DLBS's JSON query syntax.")
-    query.add_argument("--input", nargs="+", required=True, metavar="SRC",
-                       help="run directory, results.sqlite, or .json/.json.gz/.jsonl/.csv")
-    query.add_argument("--where", default="{}", metavar="JSON",
-                       help='e.g. \'{"exp.model": "resnet50"}\'')
-    query.add_argument("--format", choices=DATA_FORMATS, default=DATA_FORMATS[0])
+    _input(query)
+    add_where(query, "the records to print")
+    add_format(query, format_choices(DATA_FORMATS),
+               "an aligned table (text, numbers at their precision), JSON, or CSV (full "
+               "precision)")
     query.add_argument("--columns", metavar="A,B,...",
                        help="columns of the table or csv (default: the ones that vary)")
     query.set_defaults(handler=commands_results.query)
-    report = sub.add_parser("report", allow_abbrev=False, help="tables, scorecard, HTML",
+
+
+def _add_report(sub: Subparsers) -> None:
+    report = sub.add_parser("report", help="tables, scorecard, HTML",
                             description="Build a report from results.")
     types = report_types()
     report.add_argument("--type", dest="report_type", default=types[0].name,
                         choices=[e.name for e in types],
                         help="; ".join(f"{e.name}: {e.help}" for e in types))
-    report.add_argument("--input", nargs="+", required=True, metavar="SRC",
-                        help="run directories, results.sqlite, .json/.json.gz/.jsonl/.csv")
-    report.add_argument("--query", default="{}", metavar="JSON",
-                        help="select records first (DLBS query syntax)")
+    _input(report)
+    add_where(report)
     report.add_argument("--target-variable", default="results.time", metavar="NAME",
                         help="the measured value the tables are built from")
     report.add_argument("--baseline", metavar="FILE",
                         help="targets of the scorecard (.json, .yaml or .csv)")
-    report.add_argument("--format", choices=(*REPORT_FORMATS, HTML_FORMAT),
-                        default=REPORT_FORMATS[0])
-    report.add_argument("--output", metavar="FILE", help="write here instead of stdout")
+    add_format(report, format_choices((*REPORT_FORMATS, HTML_FORMAT)),
+               "text, markdown, csv or json on stdout; html needs --output")
+    report.add_argument("--output", metavar="FILE",
+                        help="write here (default: stdout)")
+    gate = report.add_argument_group("CI gates (--type scorecard)")
+    gate.add_argument("--fail-on-miss", action="store_true",
+                      help="exit 1 when a benchmark misses its target: missing, failed or "
+                           "outside its tolerance")
+    gate.add_argument("--fail-on-verdict", action="store_true",
+                      help="exit 1 when the overall verdict (Mila's three) is FAIL")
     report.set_defaults(handler=_lazy("commands_report", "report"))
 
-    baseline = sub.add_parser("baseline", allow_abbrev=False,
-                              help="write a scorecard baseline from results",
+
+def _add_baseline(sub: Subparsers) -> None:
+    baseline = sub.add_parser("baseline", help="write a scorecard baseline from results",
                               description="Write a baseline file: one target per benchmark.")
-    baseline.add_argument("--input", nargs="+", required=True, metavar="SRC")
-    baseline.add_argument("--query", default="{}", metavar="JSON")
-    baseline.add_argument("--metric", default="results.throughput", metavar="NAME")
+    _input(baseline)
+    add_where(baseline)
+    baseline.add_argument("--metric", default="results.throughput", metavar="NAME",
+                          help="the result key each benchmark's target is taken from")
     baseline.add_argument("--output", required=True, metavar="FILE",
                           help=".json, .yaml or .csv")
     baseline.set_defaults(handler=_lazy("commands_report", "baseline"))
 
-    compare = sub.add_parser("compare", allow_abbrev=False, help="A/B comparison of two runs",
+
+def _add_compare(sub: Subparsers) -> None:
+    compare = sub.add_parser("compare", help="A/B comparison of two runs",
                              description="Compare configurations present in both A and B.")
     compare.add_argument("a", metavar="A", help="results source of the reference")
     compare.add_argument("b", metavar="B", help="results source compared with A")
-    compare.add_argument("--metric", default="results.throughput", metavar="NAME")
+    compare.add_argument("--metric", default="results.throughput", metavar="NAME",
+                         help="the result key compared; higher is better for throughputs, "
+                              "lower for anything else")
     compare.add_argument("--threshold", default="5%", metavar="PERCENT",
                          help="smallest change that counts (default 5%%)")
     compare.add_argument("--fail-on-regression", action="store_true",
                          help="exit 1 when a significant slowdown beyond the threshold exists")
-    compare.add_argument("--format", choices=REPORT_FORMATS, default=REPORT_FORMATS[0])
+    add_format(compare, format_choices(REPORT_FORMATS),
+               "text, markdown, csv or json on stdout")
     compare.set_defaults(handler=_lazy("commands_compare", "compare"))
 
-    plot = sub.add_parser("plot", allow_abbrev=False, help="a chart of results",
+
+def _add_plot(sub: Subparsers) -> None:
+    plot = sub.add_parser("plot", help="a chart of results",
                           description="Plot a result against a parameter (matplotlib).")
-    plot.add_argument("--input", nargs="+", required=True, metavar="SRC")
-    plot.add_argument("--x", required=True, metavar="PARAM")
-    plot.add_argument("--y", default="results.throughput", metavar="PARAM")
+    _input(plot)
+    plot.add_argument("--x", required=True, metavar="PARAM",
+                      help="the parameter on the x axis, e.g. exp.replica_batch")
+    plot.add_argument("--y", default="results.throughput", metavar="KEY",
+                      help="the result on the y axis")
     plot.add_argument("--series", metavar="JSON",
-                      help="a JSON list of queries, one line or bar group each")
-    plot.add_argument("--aggregation", choices=("avg", "min", "max", "median"), default="avg")
-    plot.add_argument("--chart", choices=("line", "bar"), default="line")
+                      help="a JSON list of queries, one line or bar group each (default: one "
+                           "series of every record)")
+    plot.add_argument("--aggregation", choices=("avg", "min", "max", "median"), default="avg",
+                      help="how the records at one x combine into a point")
+    plot.add_argument("--chart", choices=("line", "bar"), default="line",
+                      help="lines, or groups of bars")
     plot.add_argument("--baseline-x", metavar="VALUE",
                       help="divide each series by its value at this x (speedup)")
-    plot.add_argument("--title")
-    plot.add_argument("--xlabel")
-    plot.add_argument("--ylabel")
-    plot.add_argument("--legend", nargs="+", metavar="NAME", help="one name per series")
+    plot.add_argument("--title", metavar="TEXT", help="the chart's title (default: none)")
+    plot.add_argument("--xlabel", metavar="TEXT", help="the x axis label (default: the --x name)")
+    plot.add_argument("--ylabel", metavar="TEXT", help="the y axis label (default: the --y name)")
+    plot.add_argument("--legend", nargs="+", metavar="NAME",
+                      help="one name per series (default: the series' queries)")
     plot.add_argument("--output", required=True, metavar="FILE", help=".png, .svg or .pdf")
     plot.set_defaults(handler=_lazy("commands_plot", "plot"))
-    sysinfo = sub.add_parser("sysinfo", allow_abbrev=False, help="this machine's environment",
+
+
+def _add_sysinfo(sub: Subparsers) -> None:
+    sysinfo = sub.add_parser("sysinfo", help="this machine's environment",
                              description="Print the system information recorded with runs.")
-    sysinfo.add_argument("--format", choices=subset(REPORT_FORMATS, "text", "json"),
-                         default=REPORT_FORMATS[0])
+    add_format(sysinfo, format_choices(REPORT_FORMATS, "text", "json"),
+               "key and value lines (text) or json")
     sysinfo.set_defaults(handler=_lazy("commands_host", "sysinfo"))
 
-    peak = sub.add_parser("peak", allow_abbrev=False, help="measure this machine's peaks",
+
+def _add_peak(sub: Subparsers) -> None:
+    peak = sub.add_parser("peak", help="measure this machine's peaks",
                           description="Measure dense matmul TFLOP/s per dtype and memory "
                                       "bandwidth, and store them for results.mfu.")
     peak.add_argument("--gpus", default=None, metavar="IDS",
@@ -187,15 +253,40 @@ def build_parser() -> argparse.ArgumentParser:
                       help="comma-separated: float32, tf32, float16, bfloat16 (default: "
                            "float32 on CPU; float32,float16,bfloat16 on GPU)")
     peak.add_argument("--seconds", type=float, default=2.0, metavar="S",
-                      help="seconds of timed batches per measurement (default 2)")
+                      help="seconds of timed batches per measurement")
     peak.add_argument("--size", type=int, default=None, metavar="N",
                       help="matmul size (default 2048 on CPU, 8192 on GPU)")
     peak.add_argument("--no-save", action="store_true",
                       help="print only; do not update the peaks file")
-    peak.add_argument("--format", choices=subset(REPORT_FORMATS, "text", "json"),
-                         default=REPORT_FORMATS[0])
+    add_format(peak, format_choices(REPORT_FORMATS, "text", "json"),
+               "lines per device (text) or json")
     peak.set_defaults(handler=_lazy("commands_host", "peak"))
 
+
+def _add_history(sub: Subparsers) -> None:
+    history = sub.add_parser("history", help="results over time: import runs, find regressions",
+                             description="A history of results across runs: import runs, find "
+                                         "change points and new regressions (docs/history.md).")
+    commands_history.add_arguments(history)
+
+
+#: The commands, in the order ``dlbench`` lists them; a new command is one function
+#: here.
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
+    _add_run, _add_plan, _add_status, _add_help, _add_parse, _add_query, _add_report,
+    _add_baseline, _add_compare, _add_plot, _add_sysinfo, _add_peak, _add_history,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    parser = Parser(
+        prog="dlbench",
+        description="Deep-learning benchmarks: describe a sweep, run it, read the numbers.")
+    parser.add_argument("--version", action="version", version=f"dlbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in COMMANDS:
+        add(sub)
     return parser
 
 
@@ -218,10 +309,14 @@ def _error(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
     try:
         parser = build_parser()
+        if not arguments:
+            print("\n".join(overview(parser)), file=sys.stderr)
+            return 2
         try:
-            args = parser.parse_args(argv)
+            args = parser.parse_args(arguments)
         except SystemExit as done:  # --help and --version print, then exit 0
             return done.code if isinstance(done.code, int) else 0
         status: int = args.handler(args)

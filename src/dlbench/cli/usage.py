@@ -1,16 +1,31 @@
-"""argparse's errors as one line that names the flag: ``dlbench: error: --format: 'x'
-is not one of table, json``, never the usage block (``--help`` still prints that).
+"""The command line's vocabulary and argparse's errors as one line.
 
-:class:`Parser` is an :class:`argparse.ArgumentParser` whose ``error`` raises
+Errors name the flag: ``dlbench: error: --format: 'x' is not one of text, json``,
+never the usage block (``--help`` still prints that). :class:`Parser` is an
+:class:`argparse.ArgumentParser` whose ``error`` raises
 :class:`~dlbench.errors.UsageError` with the rewritten message instead of printing
 usage and exiting; the command line prints it like any other user error.
+
+One vocabulary across commands:
+
+- a filter of records is ``--where JSON`` wherever one is taken (``report`` and
+  ``baseline`` still accept their old ``--query``, hidden, with a warning:
+  :class:`DeprecatedAlias`);
+- plain text output is ``--format text`` in every command (``table``, the old name
+  in ``query`` and ``plan``, is still accepted: :data:`FORMAT_ALIASES`);
+- every option's help shows its default (:class:`HelpFormatter`), and
+  ``dlbench help --flags`` lists every command's options (:func:`flag_lines`).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-from typing import NoReturn
+import shutil
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from dlbench.errors import UsageError
 
@@ -63,8 +78,173 @@ def one_line(prog: str, message: str) -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are :class:`UsageError` lines."""
+    """An argument parser whose errors are :class:`UsageError` lines and whose help
+    shows every default (its sub-commands' parsers are Parsers too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Raise the one-line error for ``message`` (argparse calls this)."""
         raise UsageError(one_line(self.prog, message))
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, with ``(default: X)`` after every option that has a default
+    its help does not already name."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if has_default(action) and "default" not in text and text != argparse.SUPPRESS:
+            text += " (default: %(default)s)"
+        return text
+
+
+def has_default(action: argparse.Action) -> bool:
+    """Whether ``action`` has a default worth showing: not None, not a switch's
+    False, not an empty list, not argparse's SUPPRESS."""
+    default = action.default
+    return not (default is None or default is False or default == []
+                or default == argparse.SUPPRESS)
+
+
+def wrap_width() -> int:
+    """Columns to wrap text to: the terminal's, or 80 when stdout is not a terminal."""
+    if not sys.stdout.isatty():
+        return 80
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+
+def wrapped_rows(rows: Sequence[tuple[str, str]], width: int | None = None) -> list[str]:
+    """Two columns, the second wrapped to ``width`` (default :func:`wrap_width`) and
+    its continuation lines indented under it."""
+    width = wrap_width() if width is None else width
+    first = max((len(name) for name, _ in rows), default=0)
+    indent = " " * (first + 2)
+    lines = []
+    for name, text in rows:
+        lines += textwrap.wrap(text, width=max(width, len(indent) + 20),
+                               initial_indent=name.ljust(first) + "  ",
+                               subsequent_indent=indent, break_on_hyphens=False,
+                               break_long_words=False) or [name]
+    return lines
+
+
+#: Old names of output formats, still accepted: ``table`` was plain text in ``query``
+#: and ``plan``, where the other commands said ``text``.
+FORMAT_ALIASES = {"table": "text"}
+
+
+def format_name(value: str) -> str:
+    """The format ``--format value`` means (``table`` is ``text``)."""
+    return FORMAT_ALIASES.get(value, value)
+
+
+def format_choices(family: Sequence[str], *names: str) -> tuple[str, ...]:
+    """The formats of ``family`` under their current names, those in ``names`` only
+    when given."""
+    current = tuple(dict.fromkeys(format_name(name) for name in family))
+    return tuple(name for name in current if not names or name in names)
+
+
+def add_format(parser: argparse.ArgumentParser, choices: Sequence[str], what: str) -> None:
+    """``--format`` with ``choices``, the first the default; ``table`` is taken as
+    ``text``. ``what`` says what is written."""
+    aliases = [old for old, new in FORMAT_ALIASES.items() if new in choices]
+    also = f"; {', '.join(aliases)} means text" if aliases else ""
+    parser.add_argument("--format", type=format_name, choices=tuple(choices),
+                        default=choices[0], help=f"{what}{also}")
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old flag that still works: it sets the new flag's value and, once per
+    command line, says on stderr to use the new flag. Hidden from ``--help``. The
+    flag used is kept in ``<dest>_flag``, so that an error names what was typed."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, replacement: str,
+                 **kwargs: Any) -> None:
+        kwargs.update(help=argparse.SUPPRESS, default=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.replacement = replacement
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        warned: set[str] = getattr(namespace, "_deprecated_warned", set())
+        if option_string not in warned:
+            print(f"dlbench: warning: {option_string} is deprecated; use {self.replacement} "
+                  "(same meaning)", file=sys.stderr)
+            namespace._deprecated_warned = warned | {option_string}
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_flag", option_string)
+
+
+def add_where(parser: argparse.ArgumentParser, what: str = "select records first") -> None:
+    """``--where JSON``, the filter of records, with ``--query`` as its deprecated alias."""
+    parser.add_argument("--where", default="{}", metavar="JSON",
+                        help=f"{what}: DLBS's JSON query, e.g. "
+                             '\'{"exp.model": "resnet50"}\' (default: {}, every record)')
+    parser.add_argument("--query", dest="where", action=DeprecatedAlias,
+                        replacement="--where", metavar="JSON")
+    parser.set_defaults(where_flag="--where")
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
+    """Each sub-command of ``parser``: its name, its one line of help, its parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._get_subactions()}
+            return [(name, helps.get(name, ""), sub) for name, sub in action.choices.items()]
+    return []
+
+
+def overview(parser: argparse.ArgumentParser) -> list[str]:
+    """What bare ``dlbench`` prints: the usage and every command with its help."""
+    lines = ["usage: dlbench [--version] COMMAND [options]", "", "commands:"]
+    lines += ["  " + line for line in wrapped_rows(
+        [(name, text) for name, text, _ in _subcommands(parser)], wrap_width() - 2)]
+    lines += ["", "dlbench COMMAND --help: one command's options; dlbench help --flags: every "
+              "command's options"]
+    return lines
+
+
+def _flag_text(action: argparse.Action) -> str:
+    name = action.option_strings[-1] if action.option_strings else (action.metavar or
+                                                                     action.dest)
+    if action.nargs == 0 or not action.option_strings:
+        return str(name)
+    if action.choices is not None and action.metavar is None:
+        return f"{name} {{{','.join(map(str, action.choices))}}}"
+    return f"{name} {action.metavar or action.dest.upper()}"
+
+
+def options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The options and positional arguments of one command that ``--help`` shows."""
+    return [a for a in parser._actions
+            if a.help != argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)]
+
+
+def flag_lines(parser: argparse.ArgumentParser, width: int | None = None) -> list[str]:
+    """Every command's options, each named once, from the parser itself: the
+    vocabulary of the command line in one place."""
+    width = wrap_width() if width is None else width
+    commands = _subcommands(parser)
+    first = max(len(name) for name, _, _ in commands)
+    lines = []
+    for name, _, sub in commands:
+        # Packed option by option: a line never splits `--input SRC` in two.
+        line = name.ljust(first + 1)
+        items = [_flag_text(a) for a in options(sub)] or ["(no options)"]
+        for index, item in enumerate(items):
+            item += "," if index < len(items) - 1 else ""
+            if len(line) + 1 + len(item) > width and line.strip() != name:
+                lines.append(line)
+                line = " " * (first + 1)
+            line += " " + item
+        lines.append(line)
+    hidden = sorted({f"{flag} ({a.replacement})" for _, _, sub in commands
+                     for a in sub._actions if isinstance(a, DeprecatedAlias)
+                     for flag in a.option_strings})
+    aliases = [f"--format {old} ({new})" for old, new in FORMAT_ALIASES.items()]
+    return [*lines, "", f"old names, still accepted: {', '.join([*hidden, *aliases])}"]

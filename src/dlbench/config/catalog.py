@@ -1,9 +1,11 @@
 """What exists: the frameworks and models dlbench knows, as plain data.
 
-Each framework declares itself in a module of :mod:`dlbench.config.frameworks`;
-this module gathers them by id. Models are the entries of the zoo modules beside it
-(:mod:`dlbench.config.zoo`), each naming its builders per framework, from which the
-frameworks' builder tables are derived; a plug-in adds one with
+Each framework declares itself in a module registered by one line (its path) in
+:data:`dlbench.config.frameworks.MODULES`, or at run time with
+``dlbench.config.registry.register_framework``; this module gathers them by id.
+Models are the entries of the zoo modules beside it (:mod:`dlbench.config.zoo`), each
+naming its builders per framework, from which the frameworks' builder tables are
+derived; a plug-in adds one with
 ``dlbench.config.registry.register_model`` (:func:`add_model`), which also puts its
 builders in the frameworks' tables.
 
@@ -25,7 +27,8 @@ from dlbench.config.zoo import ZOO
 __all__ = ["FRAMEWORKS", "MODELS", "FrameworkInfo", "ModelInfo", "add_model",
            "model_frameworks", "model_input_shape", "remove_model"]
 
-#: The frameworks, by id, from their declarations (:mod:`dlbench.config.frameworks`).
+#: The frameworks, by id, from their declarations (:mod:`dlbench.config.frameworks`)
+#: and those registered since.
 FRAMEWORKS: dict[str, FrameworkInfo] = {info.id: info for info in DECLARATIONS}
 
 

@@ -19,17 +19,21 @@ from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS, ModelInfo, add_model, remove_model
 from dlbench.config.dlbs_names import is_dlbs_name
-from dlbench.config.frameworks.base import FrameworkInfo
+from dlbench.config.frameworks.base import FrameworkInfo, load_declaration
 from dlbench.config.params import PARAM_TYPES, Param
 from dlbench.config.run_params import (
+    ACCURACY_PARAMS,
+    AUTO_BATCH_PARAMS,
     CONTAINER_ENGINE_COMMANDS,
     CONTAINER_PARAMS,
     DISTRIBUTED_PARAMS,
     MONITOR_PARAMS,
     PARTITION_PARAMS,
+    PROFILE_PARAMS,
     container_image,
     parse_container_mount,
 )
+from dlbench.config.scenario_params import SCENARIO_PARAMS
 
 __all__ = ["CONTAINER_ENGINE_COMMANDS", "PARAM_TYPES", "REGISTRY", "USER_NAMESPACE", "Param",
            "Registry", "container_image", "is_user_param", "parse_container_mount",
@@ -120,6 +124,13 @@ def _local_replicas(get: Callable[[str], Any]) -> int:
     return len(groups) if groups and str(get("exp.parallel_jobs")) == "1" else 1
 
 
+def _effective_batch(get: Callable[[str], Any]) -> Any:
+    """Replicas times the replica batch; `auto` while exp.replica_batch is `auto` (the
+    worker finds the batch and writes both)."""
+    batch = get("exp.replica_batch")
+    return batch if batch == "auto" else get("exp.num_replicas") * batch
+
+
 #: Statuses a spec may give exp.status: run the experiment (empty or `ok`), or leave it
 #: out of the plan (DLBS's `disabled`, `inactive`).
 STATUS_INPUTS = ("", "ok", "disabled", "inactive")
@@ -151,6 +162,13 @@ def _model_title_param() -> Param:
                  derive=lambda get: _title(MODELS, get("exp.model")))
 
 
+def _backend_module(framework: Any) -> str:
+    """The backend module of the framework ``framework``; empty for an unknown id
+    (reported by the plan checks, not here)."""
+    info = FRAMEWORKS.get(framework) if isinstance(framework, str) else None
+    return info.module if info is not None else ""
+
+
 def _title(table: Mapping[str, Any], key: Any) -> str:
     """The title of ``key`` in ``table``, or ``key`` itself when it has none (an
     unknown id is reported by the plan checks, not here)."""
@@ -162,10 +180,17 @@ _EXP = [
     _framework_param(),
     _model_param(),
     Param("exp.phase", "str", "training",
-          "`training` (forward, loss, backward, optimizer step) or `inference` (forward only).",
-          choices=("training", "inference")),
+          "`training` (forward, loss, backward, optimizer step) or `inference` (forward only); "
+          "`train_to_accuracy`: train on real data until exp.target_accuracy; `generate`: "
+          "a decoder model generates exp.output_tokens after exp.prompt_tokens per request.",
+          choices=("training", "inference", "train_to_accuracy", "generate")),
     _framework_title_param(),
     _model_title_param(),
+    Param("exp.framework_module", "str", "the backend module of exp.framework",
+          "Module whose BACKEND the worker runs for exp.framework (its declaration's "
+          "`module`), so that a framework registered at run time reaches the worker; "
+          "derived.", identity=False, settable=False,
+          derive=lambda get: _backend_module(get("exp.framework"))),
     Param("exp.gpus", "str", "",
           "GPUs in DLBS syntax: empty for CPU, `0` for one GPU, `0,1` for two replicas on GPUs 0 "
           "and 1. DLBS's `0:1,2:3` (two replicas of two GPUs each) is understood by the "
@@ -187,12 +212,16 @@ _EXP = [
     Param("exp.num_replicas", "int", "$(${exp.num_local_replicas} * ${exp.num_nodes})$",
           "All replicas: local replicas times nodes. The scaling axis of reports."),
     Param("exp.replica_batch", "int", 16,
-          "Per-replica batch size (samples per step per replica), 1 to 1048576 (2^20)."),
+          "Per-replica batch size (samples per step per replica), 1 to 1048576 (2^20). "
+          "`auto`: the largest batch that runs (doubling, then bisection on out of memory).",
+          special=("auto",)),
     Param("exp.device_batch", "int", "${exp.replica_batch}",
           "DLBS's older name of exp.replica_batch: setting it sets exp.replica_batch.",
-          identity=False),
+          identity=False, special=("auto",)),
     Param("exp.effective_batch", "int", "$(${exp.num_replicas} * ${exp.replica_batch})$",
-          "Samples per step across all replicas: exp.num_replicas times exp.replica_batch."),
+          "Samples per step across all replicas: exp.num_replicas times exp.replica_batch "
+          "(`auto` with exp.replica_batch=auto: the worker writes the batch it found).",
+          special=("auto",), derive=_effective_batch),
     Param("exp.num_warmup_batches", "int", 3,
           "Batches run before timing starts; they are not timed. `auto`: until batch times "
           "stop falling (at most exp.max_warmup_batches).", special=("auto",)),
@@ -249,9 +278,14 @@ _EXP = [
     Param("exp.log_file", "str",
           "${exp.out_dir}/logs/${exp.framework}-${exp.model}-${exp.phase}-${exp.id}.log",
           "The experiment's log file.", identity=False),
-    Param("exp.timeout", "float", 1800.0,
-          "Seconds an experiment may run before its worker is killed and it is marked `timeout`; "
-          "0 for no limit.", identity=False),
+    Param("exp.timeout", "float", "auto",
+          "Seconds a worker may run before it is killed and its experiment marked `timeout`; "
+          "0 for no limit. `auto`: scales with the experiment and its measured batches: 600 s "
+          "until the first batch has run (300 s for set-up, 300 s for that batch), then twice "
+          "the time the batches left take at the pace measured so far (exp.max_duration for "
+          "exp.num_batches=auto) plus 120 s, after each progress line; a Slurm job's time "
+          "limit takes the rule for 30 s batches (2100 s with the default batch counts).",
+          identity=False, special=("auto",)),
     Param("exp.rerun", "str", "onfail",
           "On a rerun of a sweep into the same run directory: `never` keeps any earlier result, "
           "`onfail` reruns experiments that did not end ok, `always` reruns everything.",
@@ -265,7 +299,8 @@ def _all_params() -> list[Param]:
                                  _model_param(), _model_title_param())}
     return [
         *(fresh.get(p.name, p) for p in _EXP), *DISTRIBUTED_PARAMS, *PARTITION_PARAMS,
-        *CONTAINER_PARAMS, *MONITOR_PARAMS,
+        *CONTAINER_PARAMS, *MONITOR_PARAMS, *PROFILE_PARAMS, *ACCURACY_PARAMS,
+        *AUTO_BATCH_PARAMS, *SCENARIO_PARAMS,
         *(p for info in FRAMEWORKS.values() for p in info.params),
     ]
 
@@ -274,10 +309,14 @@ def _all_params() -> list[Param]:
 REGISTRY = Registry(_all_params())
 
 
-def register_framework(info: FrameworkInfo) -> None:
+def register_framework(info: FrameworkInfo | str) -> FrameworkInfo:
     """Add a framework declared outside :mod:`dlbench.config.frameworks` (a plug-in,
-    or a test's): it becomes a choice of exp.framework and its parameters join
-    :data:`REGISTRY`. ValueError when its id is taken."""
+    or a test's), given its declaration or the dotted path of the module that holds
+    it as ``FRAMEWORK`` (imported now): it becomes a choice of exp.framework and its
+    parameters join :data:`REGISTRY`. Returns the declaration. ValueError when its id
+    is taken."""
+    if isinstance(info, str):
+        info = load_declaration(info)
     if info.id in FRAMEWORKS:
         raise ValueError(f"framework {info.id} is already declared")
     FRAMEWORKS[info.id] = info
@@ -286,6 +325,7 @@ def register_framework(info: FrameworkInfo) -> None:
     except ValueError:
         del FRAMEWORKS[info.id]
         raise
+    return info
 
 
 def unregister_framework(framework: str) -> None:

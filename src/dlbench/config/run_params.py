@@ -135,3 +135,64 @@ CONTAINER_PARAMS = [
           "More options for the engine's run/exec command, one list item per argument "
           "(e.g. [\"--shm-size=8g\"])."),
 ]
+
+# Where the time and memory go: a profiling window after the timed batches, the memory
+# breakdown, and training to a target accuracy (docs/profiling.md).
+
+#: exp.profile values: a framework's own profiler, or an NVIDIA tool that wraps the worker.
+PROFILE_TOOLS = ("none", "torch", "jax", "tensorflow", "nsys", "ncu")
+#: The tools that wrap the worker's command line (they must be on PATH at plan time).
+WRAPPING_PROFILERS = ("nsys", "ncu")
+
+PROFILE_PARAMS = [
+    Param("exp.profile", "str", "none",
+          "Profile a window of batches after the timed ones, so the timing stays clean: "
+          "`torch` (torch.profiler, a Chrome/Perfetto trace next to the log), `nsys` or "
+          "`ncu` (the worker runs under Nsight Systems or Nsight Compute, limited to the "
+          "window); `jax`/`tensorflow` where the framework declares them. `none`: no "
+          "profiling.", choices=PROFILE_TOOLS),
+    Param("exp.profile_start", "int", 2,
+          "Untimed batches run after the timed ones before the profiling window opens (as "
+          "TBD's start_iteration), so the window sees steady state.", identity=False,
+          minimum=0),
+    Param("exp.profile_batches", "int", 3,
+          "Batches inside the profiling window (TBD's profile_iteration).", identity=False,
+          minimum=1),
+    Param("exp.profile_top", "int", 15,
+          "Operators listed in results.profile.top_ops, by self time.", identity=False,
+          minimum=1),
+    Param("exp.ncu_metrics", "list", [],
+          "Metrics for exp.profile=ncu; empty: FMA, FP16, Tensor Core and SFU pipe "
+          "utilisation and kernel duration (TBD's core utilisation).", identity=False),
+    Param("exp.memory_breakdown", "bool", True,
+          "After the timed batches, count the bytes of weights, gradients, optimizer state "
+          "and activations saved for backward (one extra step), as results.memory.*.",
+          identity=False),
+]
+
+ACCURACY_PARAMS = [
+    Param("exp.target_accuracy", "float", 0.9,
+          "With exp.phase=train_to_accuracy, the held-out accuracy (0 to 1) to reach.",
+          minimum=0),
+    Param("exp.max_epochs", "int", 20,
+          "With exp.phase=train_to_accuracy, the most epochs before giving up.", minimum=1),
+    Param("exp.max_train_seconds", "float", 600.0,
+          "With exp.phase=train_to_accuracy, the most seconds of training before giving up "
+          "(checked after each epoch).", minimum=0),
+    Param("exp.val_fraction", "float", 0.2,
+          "With exp.phase=train_to_accuracy, the share of the data held out for validation "
+          "(a seeded split).", minimum=0.01),
+    Param("exp.dataset", "str", "digits",
+          "With exp.phase=train_to_accuracy and no exp.data_dir: the built-in data set, "
+          "`digits` (scikit-learn's 8x8 handwritten digits, no download).",
+          choices=("digits",)),
+]
+
+AUTO_BATCH_PARAMS = [
+    Param("exp.auto_batch_max", "int", 4096,
+          "With exp.replica_batch=auto, the largest batch probed (doubling stops there).",
+          identity=False, minimum=1),
+    Param("exp.auto_batch_steps", "int", 2,
+          "With exp.replica_batch=auto, the steps each probe runs before it counts as "
+          "fitting.", identity=False, minimum=1),
+]

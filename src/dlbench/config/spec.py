@@ -17,6 +17,9 @@ A parameter may be written in DLBS's declared form ``{"val": ..., "type": ...,
 "desc": ...}`` (in ``parameters`` and in an extension's ``parameters``); its value is
 ``val``. DLBS's older names (``exp.device_batch``) are renamed to dlbench's
 (:mod:`dlbench.config.dlbs_names`) as the spec is read.
+
+A variable listing a value twice is an error; a ``-P`` flag naming a variable (which
+wins) is a warning in the spec's ``warnings``, for the command line to print.
 """
 
 from __future__ import annotations
@@ -77,11 +80,13 @@ class SweepSpec:
     """A sweep as given by the user, merged from files and flags but not yet expanded.
 
     ``variables`` map a name to a Sourced list of values, in declaration order.
+    ``warnings``: one line each about flags that have no effect, for the caller to show.
     """
 
     parameters: dict[str, Sourced] = field(default_factory=dict)
     variables: dict[str, Sourced] = field(default_factory=dict)
     extensions: list[Extension] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def describe(name: str, value: Any, source: Source) -> str:
@@ -172,7 +177,22 @@ def load_spec(
         if isinstance(value, os.PathLike):
             value = os.fspath(value)
         spec.parameters[name] = Sourced(value, label)
+    spec.warnings.extend(_shadowed_flags(spec))
     return spec
+
+
+def _shadowed_flags(spec: SweepSpec) -> list[str]:
+    """A warning for each -P flag naming a variable (it wins, as in DLBS): no effect."""
+
+    def flow(value: Any, limit: int = 200) -> str:  # as typed after `-P name=`
+        text = value if isinstance(value, str) else json.dumps(value)
+        return text if len(text) <= limit else text[:limit - 4] + " ..."
+
+    return [f"-P {name}={flow(given.value)} has no effect: {name} is a variable (from "
+            f"{spec.variables[name].source}: {flow(spec.variables[name].value, 60)}), which "
+            f"beats a parameter; to replace its values give -V '{name}=[{flow(given.value)}]'"
+            for name, given in spec.parameters.items()
+            if given.source == "-P flag" and name in spec.variables]
 
 
 def _shorten(text: str, limit: int = 60) -> str:
@@ -285,6 +305,13 @@ def _as_values(value: Any, name: str, source: Source) -> list[Any]:
     values = value if isinstance(value, list) else [value]
     if not values:
         raise SpecError(f"variable {name} (from {source}) has no values")
+    seen: set[str] = set()
+    for key in (json.dumps(item, sort_keys=True) for item in values):
+        if key in seen:
+            raise SpecError(f"variable {name} (from {source}) lists {key[:60]} twice: the "
+                            f"two experiments would be one; give each value once (to "
+                            f"measure again: exp.repeat, or a variable user.run=[1,2,3])")
+        seen.add(key)
     return values
 
 

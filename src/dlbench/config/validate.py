@@ -17,6 +17,7 @@ from typing import Any
 from dlbench.config.catalog import FRAMEWORKS, MODELS, FrameworkInfo
 from dlbench.config.expand import MAX_EXPERIMENTS, RawExperiment, expand
 from dlbench.config.modelinfo import IMAGE_SUFFIXES, ModelInfo
+from dlbench.config.profiling import check_measurement_extras
 from dlbench.config.registry import (
     CONTAINER_ENGINE_COMMANDS,
     REGISTRY,
@@ -26,6 +27,7 @@ from dlbench.config.registry import (
     parse_container_mount,
 )
 from dlbench.config.resolve import Resolver, own_parameters
+from dlbench.config.scenario_params import check_scenario
 from dlbench.config.spec import Source, SweepSpec, describe
 from dlbench.config.validate_logs import RUN_DIR_FILES, check_log_files
 from dlbench.errors import ConfigError
@@ -187,7 +189,7 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
             f"{shown('exp.gpus')} gives a replica several GPUs (DLBS's `:` groups), and "
             f"framework {framework.id} runs one GPU per replica; use '0,1' for two replicas"
         )
-    if values["exp.replica_batch"] > MAX_REPLICA_BATCH:
+    if values["exp.replica_batch"] != "auto" and values["exp.replica_batch"] > MAX_REPLICA_BATCH:
         raise ConfigError(f"{shown('exp.replica_batch')} must be <= {MAX_REPLICA_BATCH}")
     if values["monitor.enabled"] and values["monitor.frequency"] < 0.01:
         why = ("0 turns the monitor off" if values["monitor.frequency"] == 0 else
@@ -217,6 +219,8 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
             f"{shown('exp.image_size')} is too small for {model.id}: use 0 (its own "
             f"{model.input_shape[-1]} px) or at least {smallest}"
         )
+    check_measurement_extras(values, shown, framework)
+    check_scenario(values, shown)
     _check_parallel_jobs(values, raw)
     _check_container(values, raw)
     _check_replicas(values, raw, framework)

@@ -40,14 +40,34 @@ def check_log_files(experiments: list[dict[str, Any]], raws: list[RawExperiment]
             raise ConfigError(f"{shown} would overwrite {os.path.join(run_dir, first)}, which "
                               f"dlbench writes itself; use a path under ${{exp.out_dir}}/logs")
         if path in seen:
-            other = seen[path]
-            raise ConfigError(
-                f"{shown} is the same for experiments {experiments[other][EXP_ID]} and "
-                f"{values[EXP_ID]} (numbers {other + 1} and {index + 1} of the sweep); make an "
-                f"identity parameter or exp.log_file differ between them"
-            )
+            raise ConfigError(_shared_log(shown, experiments, seen[path], index))
         seen[path] = index
         _check_existing_log(path, run_dir, values, shown)
+
+
+#: Parameters that differ between any two experiments by nature; not worth naming.
+_ALWAYS_DIFFERENT = frozenset({"exp.log_file", "exp.status_msg"})
+
+
+def _shared_log(shown: str, experiments: list[dict[str, Any]], first: int, second: int) -> str:
+    """Why experiments ``first`` and ``second`` (indices) share a log file, naming what
+    they have in common: two exp.ids, or the one exp.id and the values that differ
+    without defining the measurement (or that they are the same experiment)."""
+    a, b = experiments[first], experiments[second]
+    numbers = f"{first + 1} and {second + 1} of the sweep"
+    if a[EXP_ID] != b[EXP_ID]:
+        return (f"{shown} is the same for experiments {a[EXP_ID]} and {b[EXP_ID]} (numbers "
+                f"{numbers}); "
+                f"make an identity parameter or exp.log_file differ between them")
+    differ = [f"{name} ({json.dumps(a.get(name))} and {json.dumps(b.get(name))})"
+              for name in dict.fromkeys([*a, *b])
+              if name not in _ALWAYS_DIFFERENT and a.get(name) != b.get(name)]
+    if not differ:
+        return (f"{shown} is written by identical experiments {numbers} (exp.id "
+                f"{a[EXP_ID]}): every parameter has the same value in both; remove one")
+    return (f"{shown} is written by experiments {numbers}, one measurement (exp.id "
+            f"{a[EXP_ID]}): they differ only in {', '.join(differ[:3])}, which do not define "
+            f"the measurement; make an identity parameter or exp.log_file differ between them")
 
 
 def _check_existing_log(path: str, run_dir: str, values: Mapping[str, Any], shown: str) -> None:

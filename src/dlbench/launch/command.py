@@ -18,9 +18,11 @@ from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
 from dlbench.launch.container import container_argv
+from dlbench.measure.ncu import default_metrics
 from dlbench.results.logfile import LOG_FILE_ENV
 
-__all__ = ["LOG_FILE_ENV", "torchrun_arguments", "uses_torchrun", "worker_argv", "worker_env"]
+__all__ = ["LOG_FILE_ENV", "profiler_argv", "torchrun_arguments", "uses_torchrun", "worker_argv",
+           "worker_env"]
 
 
 def uses_torchrun(experiment: Mapping[str, Any]) -> bool:
@@ -64,9 +66,33 @@ def worker_argv(
                 "-m", "dlbench.worker", str(exp_json)]
     else:
         argv = [python, "-m", "dlbench.worker", str(exp_json)]
+    argv = profiler_argv(experiment, argv)
     if experiment.get("exp.docker"):  # the same command, inside the experiment's image
         return container_argv(experiment, argv, worker_env(experiment),
                               Path(experiment["exp.out_dir"]))
+    return argv
+
+
+def profiler_argv(experiment: Mapping[str, Any], argv: list[str]) -> list[str]:
+    """``argv`` under the NVIDIA tool of ``exp.profile`` (``nsys`` or ``ncu``), which
+    captures only the window the worker opens with ``cudaProfilerStart``/``Stop``; the
+    tool's output goes next to the log (``<log>.nsys-rep``, ``<log>.ncu.csv``). Any
+    other ``exp.profile`` runs inside the worker: ``argv`` unchanged.
+
+    >>> profiler_argv({"exp.profile": "nsys", "exp.log_file": "x.log"}, ["w"])[:3]
+    ['nsys', 'profile', '--capture-range=cudaProfilerApi']
+    """
+    tool = str(experiment.get("exp.profile", "none"))
+    log = str(experiment.get("exp.log_file", "dlbench"))
+    if tool == "nsys":
+        return ["nsys", "profile", "--capture-range=cudaProfilerApi",
+                "--capture-range-end=stop", "--trace=cuda,nvtx,osrt,cudnn,cublas",
+                "--force-overwrite=true", f"--output={log}.nsys-rep", *argv]
+    if tool == "ncu":
+        metrics = list(experiment.get("exp.ncu_metrics") or ()) or default_metrics()
+        return ["ncu", "--profile-from-start=off", "--target-processes=all", "--csv",
+                "--print-units=base", f"--log-file={log}.ncu.csv",
+                f"--metrics={','.join(metrics)}", *argv]
     return argv
 
 

@@ -3,6 +3,8 @@
 One line per finished experiment, e.g.::
 
     [#####...............] 2/8 ok          exp.replica_batch=8: 9.92 images/s (17.4 s) ETA 0:01:28
+
+(While an experiment runs, :mod:`dlbench.launch.live` shows what it is doing.)
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dlbench.results.text_table import experiment_label
 from dlbench.textsafe import safe_text
 
 if TYPE_CHECKING:
@@ -34,6 +37,16 @@ def _format_duration(seconds: float) -> str:
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
+def format_clock(seconds: float) -> str:
+    """``0:41``, ``12:05``, ``1:02:03``: a time as a clock shows it, hours only when
+    there are any."""
+    whole = max(0, int(seconds))
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}:{secs:02d}"
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
+
+
 class Progress:
     """A progress bar and ETA, one line per finished experiment."""
 
@@ -48,7 +61,18 @@ class Progress:
         self.finished = 0
         self.run_seconds: list[float] = []
 
+    def label(self, record: Mapping[str, Any]) -> str:
+        """The parameters that tell ``record``'s experiment apart from the others (its
+        model when none varies); not yet made terminal-safe."""
+        return experiment_label(record, self.label_keys)
+
+    def title(self, experiment: Mapping[str, Any]) -> str:
+        """``3/8: exp.replica_batch=32``: the experiment about to run, numbered as its
+        end line will be."""
+        return f"{self.finished + 1}/{self.total}: {self.label(experiment)}"
+
     def done(self, outcome: Outcome) -> None:
+        """Print the line of a finished experiment."""
         self.finished += 1
         if outcome.ran:
             self.run_seconds.append(outcome.seconds)
@@ -64,8 +88,7 @@ class Progress:
         else:
             eta = "ETA ?"
         r = outcome.record
-        label = " ".join(f"{key}={r.get(key, '-')}" for key in self.label_keys) or str(
-            r.get("exp.model"))
+        label = self.label(r)
         if outcome.status == "ok":
             unit = r.get("results.throughput_unit") or "samples/s"
             detail = f"{float(r['results.throughput']):.2f} {unit}{stability_note(r)}"

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dlbench.measure.ncu import summarize_ncu_file
 from dlbench.measure.stability import repeat_verdict
 from dlbench.measure.stats import combine_repeats
 from dlbench.results.logfile import LINE_RE, LogWriter
@@ -141,7 +142,26 @@ def worker_record(
     if kind is not None:
         record[FAILURE_KIND_KEY] = kind
     record["exp.status"], record["exp.status_msg"] = status, message
+    if status == "ok" and experiment.get("exp.profile") == "ncu":
+        ncu = ncu_results(log_path)
+        with LogWriter(log_path) as log:
+            log.write_many(ncu)
+        record.update(ncu)
     return record
+
+
+def ncu_results(log_path: Path) -> dict[str, Any]:
+    """``results.profile.ncu`` from the CSV ``ncu`` wrote next to the log when the
+    worker it wrapped exited (``exp.profile=ncu``: the worker itself cannot read it),
+    or a note saying why there is none."""
+    path = Path(f"{log_path}.ncu.csv")
+    try:
+        return {"results.profile.ncu": summarize_ncu_file(path)}
+    except OSError as error:
+        note = f"ncu wrote no readable CSV at {path.name}: {error.strerror or error}"
+    except (ValueError, KeyError) as error:
+        note = f"ncu's CSV {path.name} could not be read: {error}"
+    return {"results.profile.note": note}
 
 
 def combine_processes(

@@ -44,10 +44,12 @@ from dlbench.launch.copies import (
     copy_env,
     copy_experiment,
     plan_shares,
-    wait_copies,
 )
 from dlbench.launch.copy_limits import Limits
+from dlbench.launch.deadline import AUTO, timeout_bound
+from dlbench.launch.interleave import run_interleaved
 from dlbench.launch.launchers import Launcher
+from dlbench.launch.live import LiveStatus, Watch, plain_seconds
 from dlbench.launch.local import kill_worker, start_worker
 from dlbench.launch.memo import OutOfMemoryMemo, skipped_record
 from dlbench.launch.progress import Progress, Reporter, stability_note
@@ -126,6 +128,12 @@ class Runner(Launcher):
         self._stores: dict[Path, Store] = {}
         self._memos: dict[Path, OutOfMemoryMemo] = {}
         self._signals: SignalState | None = None
+        # Checked here, when the launcher is made, before anything is planned or written.
+        self._plain_seconds = plain_seconds(os.environ)
+        self._live: LiveStatus | None = None  # the running experiment's status (run())
+        self._progress: Progress | None = None
+        #: ``--interleave``: the repeats of the sweep round-robin (launch.interleave).
+        self.interleave = False
 
     #: The record of a worker process from its log (kept as a method for subclasses).
     _record = staticmethod(worker_record)
@@ -163,7 +171,11 @@ class Runner(Launcher):
         the end, an interrupt, or a SIGUSR1 stop request."""
         self.check(experiments)
         result = SweepResult()
-        progress = Progress(len(experiments), self.report, varying_parameters(experiments))
+        self._live = live = LiveStatus.for_stderr(self.report, self._plain_seconds)
+        # The live status line is taken off the terminal before each finished line.
+        progress = Progress(len(experiments), live.wrap(self.report),
+                            varying_parameters(experiments))
+        self._progress = progress
         outcomes: dict[int, Outcome] = {}
 
         def settle(index: int, outcome: Outcome) -> None:
@@ -184,11 +196,12 @@ class Runner(Launcher):
                         result.stopped = True
                         break
                     batch: list[tuple[int, Mapping[str, Any]]] = []
-                    while queue and len(batch) < self.batch_size:
+                    size = len(queue) if self.interleave else self.batch_size
+                    while queue and len(batch) < size:
                         index, experiment = queue.pop(0)
                         kept = self._kept_or_skipped(experiment)
                         if kept is None:
-                            batch.append((index, experiment))
+                            batch.append((index, self._timed(experiment)))
                         else:
                             settle(index, kept)
                     if batch:
@@ -200,6 +213,21 @@ class Runner(Launcher):
 
     def check(self, experiments: Sequence[Mapping[str, Any]]) -> None:
         """Refuse, before anything runs, a sweep this launcher cannot run."""
+
+    @property
+    def watches_workers(self) -> bool:
+        """Whether this launcher waits for the workers itself, reading their progress
+        (this class's :meth:`launch`), so that exp.timeout=auto moves with it. One that
+        runs them elsewhere (a Slurm job) needs a number up front."""
+        return type(self).launch is Runner.launch
+
+    def _timed(self, experiment: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``experiment`` as it is launched: exp.timeout=auto becomes its bound (a
+        number of seconds, :func:`~dlbench.launch.deadline.timeout_bound`) for a launcher
+        that cannot watch the workers."""
+        if self.watches_workers or experiment.get("exp.timeout") != AUTO:
+            return experiment
+        return {**experiment, "exp.timeout": timeout_bound(experiment)}
 
     def _kept_or_skipped(self, experiment: Mapping[str, Any]) -> Outcome | None:
         """The outcome of an experiment that does not run (an earlier result is kept,
@@ -221,7 +249,10 @@ class Runner(Launcher):
     def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]], finish: Finish) -> bool:
         """Start the experiments of ``batch`` (index in the plan, experiment), wait for
         them, and hand each one's record to ``finish`` as it ends; True when the sweep
-        was interrupted. Here: the one experiment, as local worker processes."""
+        was interrupted. Here: the one experiment, as local worker processes (with
+        ``--interleave``, the whole sweep)."""
+        if self.interleave:
+            return run_interleaved(batch, self._process_runner, finish)
         for index, experiment in batch:
             started = time.monotonic()
             record, interrupted = self._run_one(experiment, Path(experiment["exp.out_dir"]))
@@ -229,6 +260,9 @@ class Runner(Launcher):
             if interrupted:
                 return True
         return False
+
+    def _process_runner(self, experiment: Mapping[str, Any]) -> Any:
+        return self._run_copies if copy_count(experiment) > 1 else self._run_process
 
     def _run_one(self, experiment: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, Any], bool]:
         repeat = int(experiment.get("exp.repeat", 1) or 1)
@@ -259,7 +293,6 @@ class Runner(Launcher):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         for stale in rank_logs(log_path):  # an earlier run's replicas
             stale.unlink()
-        timeout = float(experiment["exp.timeout"]) or None
         interrupted = timed_out = False
         log_path.unlink(missing_ok=True)  # a rerun starts a fresh log
         # Appending: with a plain write handle the worker's output would go at the
@@ -268,11 +301,11 @@ class Runner(Launcher):
             process = start_worker(
                 worker_argv(experiment, exp_json, self.python), log, worker_env(experiment)
             )
+            watch = self._watch(experiment, [(experiment, log_path)])
             try:
-                process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_worker(process)
+                timed_out = watch.wait([process])[1]
+                if timed_out:
+                    kill_worker(process)
             except KeyboardInterrupt:
                 interrupted = True
                 hold_interrupts(self._signals)
@@ -280,9 +313,29 @@ class Runner(Launcher):
             except BaseException:
                 kill_worker(process)
                 raise
-        return self._record(experiment, log_path, process.returncode, timed_out, interrupted), (
-            interrupted
-        )
+        return self._worker_record(experiment, log_path, process.returncode, timed_out,
+                                   interrupted, watch.ran), interrupted
+
+    def _watch(self, experiment: Mapping[str, Any],
+               workers: Sequence[tuple[Mapping[str, Any], Path]]) -> Watch:
+        """A watch on the just started workers of ``experiment`` (each one's experiment
+        and log): its live status, its silences and its exp.timeout."""
+        live = self._live or LiveStatus(self.report, None, 0.0)  # outside run(): quiet
+        title = (self._progress.title(experiment) if self._progress is not None
+                 else str(experiment.get("exp.model")))
+        return Watch(live, title, workers)
+
+    def _worker_record(self, experiment: Mapping[str, Any], log_path: Path, returncode: int,
+                       timed_out: bool, interrupted: bool, ran: float) -> dict[str, Any]:
+        """The record of one worker process; out of an ``auto`` timeout, its message
+        says how long (``ran`` seconds) the worker ran (the record keeps
+        ``exp.timeout=auto``)."""
+        shown = experiment
+        if timed_out and experiment.get("exp.timeout") == AUTO:
+            shown = {**experiment, "exp.timeout": round(ran)}
+        record = self._record(shown, log_path, returncode, timed_out, interrupted)
+        record["exp.timeout"] = experiment["exp.timeout"]
+        return record
 
     def _run_copies(
         self, experiment: Mapping[str, Any], out_dir: Path, suffix: str = ""
@@ -292,6 +345,7 @@ class Runner(Launcher):
         shares = plan_shares(experiment)
         processes: list[subprocess.Popen[bytes]] = []
         failed: int | None = None
+        watch: Watch | None = None
         interrupted = timed_out = False
         with Limits(experiment, shares) as limits, ExitStack() as logs:
             copies = [copy_experiment(experiment, share, limits.note(share))
@@ -314,8 +368,9 @@ class Runner(Launcher):
                         failed = len(processes)
                         break
                 else:
-                    failed, timed_out = wait_copies(
-                        processes, float(experiment["exp.timeout"]) or None)
+                    watch = self._watch(experiment, [(copy, Path(copy["exp.log_file"]))
+                                                     for copy in copies])
+                    failed, timed_out = watch.wait(processes)
             except KeyboardInterrupt:
                 interrupted = True
                 hold_interrupts(self._signals)
@@ -323,8 +378,10 @@ class Runner(Launcher):
                 for process in processes:
                     kill_worker(process)
             codes = [p.returncode for p in processes] + [1] * (len(copies) - len(processes))
-            records = [self._record(copy, Path(copy["exp.log_file"]), code, timed_out,
-                                    interrupted) for copy, code in zip(copies, codes, strict=True)]
+            ran = watch.ran if watch is not None else 0.0
+            records = [self._worker_record(copy, Path(copy["exp.log_file"]), code, timed_out,
+                                           interrupted, ran)
+                       for copy, code in zip(copies, codes, strict=True)]
             notes = [limits.out_of_memory(share, str(r["exp.status_msg"])) for share, r in
                      zip(shares, records, strict=True)]
         record = copies_outcome(experiment, records, failed, notes, limits.mechanism)

@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.errors import ConfigError
+from dlbench.launch.deadline import timeout_bound
 from dlbench.launch.slurm_node import repeat_count
 
 INSTALL_HINT = "pip install dlbench[slurm]"
 #: Name of every job dlbench submits (``squeue --name dlbench``, ``scancel --name dlbench``).
 JOB_NAME = "dlbench"
-#: Without --slurm-time, a job may run its experiments' exp.timeout plus this, for start-up.
+#: Without --slurm-time, a job may run its experiments' exp.timeout (its bound for
+#: ``auto``) plus this, for start-up.
 START_MARGIN_S = 300
 #: sbatch options that dlbench sets itself or has a flag for: not for --slurm-option.
 _OWN_OPTIONS = frozenset({"array", "output", "error", "open-mode", "job-name", "signal", "wrap",
@@ -141,8 +143,10 @@ def check_slurm(options: SlurmOptions) -> None:
 def default_time_minutes(experiments: Sequence[Mapping[str, Any]]) -> int | None:
     """The time limit of a job that runs ``experiments``' workers one at a time: the
     longest exp.timeout times exp.repeat, plus START_MARGIN_S; None (the partition's
-    default) when one experiment has no timeout."""
-    needs = [float(e["exp.timeout"]) * repeat_count(e) for e in experiments]
+    default) when one experiment has no timeout. The limit is set before anything runs,
+    so exp.timeout=auto counts as its bound (:func:`~dlbench.launch.deadline.timeout_bound`:
+    2,100 s with the default batch counts)."""
+    needs = [timeout_bound(e) * repeat_count(e) for e in experiments]
     if not needs or min(needs) <= 0:
         return None
     return math.ceil((max(needs) + START_MARGIN_S) / 60)

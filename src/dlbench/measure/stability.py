@@ -16,7 +16,11 @@ stored record. A result is unstable when:
   worker and they together kept at least :data:`CPU_SATURATION` of those CPUs
   busy. Both conditions: a busy neighbour on an idle 64-core machine does not slow
   a 4-thread worker, and a worker that saturates the CPUs by itself is not
-  competing with anyone;
+  competing with anyone. The figures are clamped to what the CPUs allow (the
+  worker's use to its CPUs, the others' to what the worker left), and a timed
+  section with fewer than :data:`MIN_CPU_SAMPLES` monitor samples gets no CPU
+  verdict at all: over a fraction of a sampling interval the kernel's tick counters
+  say more about when they were last updated than about who used the CPUs;
 - (GPU experiments) another process ran on a GPU the worker used, or a GPU's clocks
   were held down (NVML reasons other than idle and an application clock setting)
   in at least :data:`GPU_SAMPLE_SHARE` of the samples.
@@ -43,6 +47,9 @@ WARMUP_TOLERANCE = 0.02
 OTHER_CPU_CORES = 0.5
 #: ...when the worker's CPUs were at least this busy in all.
 CPU_SATURATION = 0.9
+#: Fewest monitor samples in the timed section (``results.use.samples``) for a CPU
+#: verdict: the end mark's sample and at least two periodic ones.
+MIN_CPU_SAMPLES = 3
 #: Share of samples a GPU condition must hold in to count.
 GPU_SAMPLE_SHARE = 0.1
 #: Throttle reasons that do not slow a busy GPU down.
@@ -78,9 +85,15 @@ def _cpu_competition(results: Mapping[str, Any]) -> str | None:
     own = results.get("results.use.cpu_percent_mean")
     cpus = results.get("results.use.cpus_available")
     if not (isinstance(other, (int, float)) and isinstance(own, (int, float))
-            and isinstance(cpus, int)):
+            and isinstance(cpus, int) and cpus > 0):
         return None
-    other_cores, own_cores = float(other) / 100, float(own) / 100
+    samples = results.get("results.use.samples")
+    if isinstance(samples, int) and samples < MIN_CPU_SAMPLES:
+        return None  # too short a window for the monitor to tell
+    # Rates from counters that advance in ticks can add up to more than the CPUs
+    # there are: no process uses more than all of them, nor more than the worker left.
+    own_cores = min(max(float(own) / 100, 0.0), float(cpus))
+    other_cores = min(max(float(other) / 100, 0.0), cpus - own_cores)
     if other_cores >= OTHER_CPU_CORES and own_cores + other_cores >= CPU_SATURATION * cpus:
         return (f"cpu contention: other processes used {other_cores:.2f} of the worker's "
                 f"{cpus} CPUs (worker {own_cores:.2f})")

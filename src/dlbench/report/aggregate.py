@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -55,6 +56,11 @@ _ENVIRONMENT_WITHIN = {
     "sys.framework_version": "exp.framework",
     "hw.device_name": "exp.device_type",
 }
+
+#: The list values the exploration and scaling reports read (their warning about
+#: unstable results); they need no other series, so their records can be loaded with
+#: ``load_records(..., series=SERIES_USED)`` and leave ``results.time_data`` unread.
+SERIES_USED = ("results.unstable_reasons",)
 
 #: How many records a warning names before it says "and N more".
 MAX_NAMED = 5
@@ -105,6 +111,22 @@ class LabeledTable(Table):
     labels from values."""
 
     label_columns: int = 1
+
+
+def table_report_keys(target: str) -> list[str]:
+    """Every key the exploration and scaling reports read of a record whose measured
+    value is ``target``: records loaded with only these keys (and the series in
+    :data:`SERIES_USED`) give the same report as whole records, from a fraction of the
+    store (``load_records(..., keys=table_report_keys(t), series=SERIES_USED)``)."""
+    fixed = [
+        "exp.status", "exp.id", "exp.log_file", target, "exp.model", "exp.framework",
+        "exp.replica_batch", "exp.effective_batch", "exp.num_replicas",
+        "exp.num_local_replicas", "exp.num_nodes", "exp.gpus", "results.stable",
+        *SERIES_USED, *SEPARATE_BY, *ENVIRONMENT_KEYS, *_ENVIRONMENT_WITHIN.values(),
+    ]
+    # identity_candidates: which measurement-defining parameters a record has.
+    identity = [p.name for p in REGISTRY if p.identity and not p.derived]
+    return list(dict.fromkeys([*fixed, *identity]))
 
 
 def summarize(values: Sequence[float]) -> Measured:
@@ -190,7 +212,13 @@ def usable_records(
     return usable, warnings
 
 
+_PLAIN = frozenset((str, int, float, type(None)))
+
+
 def _identity(value: Any) -> Hashable:
+    if type(value) in _PLAIN:  # the usual case, decided by one set lookup
+        plain: Hashable = value
+        return plain
     # Values may be lists or dicts (unhashable); their JSON text identifies them.
     if isinstance(value, (str, int, float, bool)) or value is None:
         return (type(value).__name__, value) if isinstance(value, bool) else value
@@ -199,7 +227,27 @@ def _identity(value: Any) -> Hashable:
 
 def key_of(record: Record, keys: Sequence[str]) -> tuple[Hashable, ...]:
     """A hashable key of ``record``'s values for ``keys`` (absent is None)."""
-    return tuple(_identity(record.get(key)) for key in keys)
+    return tuple(map(_identity, map(record.get, keys)))
+
+
+def _one_value(records: Sequence[Record], key: str) -> bool:
+    """Whether ``key`` has one identity in all ``records`` (absent counting as None),
+    told at C speed where it can be; False may be wrong, True never is."""
+    get = operator.methodcaller("get", key)
+    try:
+        distinct = set(map(get, records))
+    except TypeError:  # a list or dict: unhashable
+        return False
+    if len(distinct) != 1:
+        return False
+    (value,) = distinct
+    if value != value:
+        return False  # NaN: unequal to itself, which the callers' own tests see
+    if value is None or type(value) is str:
+        return True  # only None equals None, only strings equal a string
+    # A set takes True for 1 and 1.0, which _identity tells apart: look closer.
+    values = list(map(get, records))
+    return set(map(type, values)) <= _PLAIN or len({_identity(v) for v in values}) == 1
 
 
 def split_groups(
@@ -210,7 +258,8 @@ def split_groups(
     Each group comes with the values of those varying keys (empty when nothing
     varies: one group), in order of first appearance.
     """
-    varying = [k for k in keys if len({_identity(r.get(k)) for r in records}) > 1]
+    varying = [k for k in keys if not _one_value(records, k)
+               and len({_identity(r.get(k)) for r in records}) > 1]
     groups: dict[tuple[Hashable, ...], tuple[dict[str, Any], list[_R]]] = {}
     for record in records:
         key = key_of(record, varying)
@@ -244,13 +293,18 @@ def row_keys(
     each row still spans the columns.
     """
     keys = list(base)
+    cells: list[tuple[Hashable, ...]] | None = None
     for candidate in candidates:
+        if _one_value(records, candidate):
+            continue  # one value everywhere cannot differ within a cell
+        if cells is None:  # computed again only when the row key grows
+            cells = [key_of(record, [*keys, *axis]) for record in records]
         seen: dict[tuple[Hashable, ...], Hashable] = {}
-        for record in records:
-            cell = key_of(record, [*keys, *axis])
+        for cell, record in zip(cells, records, strict=True):
             value = _identity(record.get(candidate))
             if seen.setdefault(cell, value) != value:
                 keys.append(candidate)
+                cells = None
                 break
     return keys
 
@@ -267,6 +321,8 @@ def environment_warning(records: Sequence[Record]) -> str | None:
         within = _ENVIRONMENT_WITHIN.get(key)
         counts: dict[Hashable, tuple[Any, int]] = {}
         differs = False
+        if _one_value(records, key):
+            continue  # the same everywhere (or absent everywhere): nothing to warn about
         for _, members in split_groups(records, [within] if within else []):
             values = {_identity(r.get(key)) for r in members if key in r}
             differs = differs or len(values) > 1

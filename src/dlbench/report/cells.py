@@ -25,7 +25,9 @@ class Table:
     rows: list[list[Any]]
     notes: list[str] = field(default_factory=list)
     group: dict[str, Any] = field(default_factory=dict)
-    floatfmt: str = "{:.2f}"
+    #: ``str.format`` pattern of floats; None: at their precision
+    #: (:func:`dlbench.results.text_table.format_number`).
+    floatfmt: str | None = None
 
 
 @dataclass

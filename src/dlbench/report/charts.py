@@ -1,9 +1,23 @@
 """Charts of a result against a parameter: DLBS's ``series_builder``, with matplotlib.
 
-:func:`build_series` turns records into series of (x, aggregated y) points;
-:func:`render_chart` draws them as a line or grouped-bar chart and returns the bytes
-of a PNG, SVG or PDF file. Rendering never touches pyplot, so it works headless and
-leaves no global figure state behind.
+:func:`build_series` (from :mod:`dlbench.report.series`) turns records into series;
+:func:`draw_chart` lays them out on a matplotlib figure and :func:`render_chart`
+returns the bytes of a PNG, SVG or PDF file of it. Rendering never touches pyplot, so
+it works headless and leaves no global figure state behind.
+
+What a chart may not do, and how it is kept from it:
+
+- a y axis is labelled with the unit its records state (``tokens/s``), never an
+  assumed one; series in different units get a panel each, one unit per y axis;
+- every point, bar and error bar lies inside the axes, with a margin;
+- the legend sits under the axes, inside the image: labels are wrapped and columns
+  dropped until it fits;
+- categorical x values (models, frameworks) are slots, never joined by a line;
+- error bars say what they are: ±1 sd of the runs at a point (solid), or a single
+  run's 95 % CI (dashed) where the record has one.
+
+:func:`dlbench.report.chart_checks.chart_problems` checks the drawn figure for each
+of these; :func:`render_chart` reports what it finds.
 
 Example::
 
@@ -16,206 +30,81 @@ from __future__ import annotations
 
 import io
 import json
-import statistics
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from dlbench.config.registry import is_user_param, varying_parameters
-from dlbench.errors import DlbenchError, ResultsError
-from dlbench.results.query import match
+from dlbench.report.series import (
+    AGGREGATIONS,
+    ChartError,
+    Series,
+    build_series,
+    count_points,
+    key_text,
+    value_text,
+)
 from dlbench.results.values import is_number as _is_number
 
-AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
-    "avg": statistics.fmean,
-    "min": min,
-    "max": max,
-    "median": statistics.median,
-}
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.legend import Legend
+
+__all__ = ["AGGREGATIONS", "CHART_FORMATS", "CHART_TYPES", "ChartError", "DrawnChart",
+           "Panel", "Series", "axis_label", "build_series", "count_points", "draw_chart",
+           "render_chart"]
+
 CHART_TYPES = ("line", "bar")
 CHART_FORMATS = ("png", "svg", "pdf")
 
+#: What the error bars are, as the legend says it.
+SD_LABEL = "error bar: ±1 sd of the runs at a point"
+CI_LABEL = "error bar (dashed): 95% CI of a single run"
 
-class ChartError(DlbenchError):
-    """A chart cannot be built as asked (legend, baseline, chart type or format)."""
+#: The PNG text chunk that carries a chart's labels and the problems found in it.
+PNG_KEY = "dlbench.chart"
+
+_WIDTH_IN = 7.0
+_PANEL_IN = 2.8  # height of one panel
+_FRAME_IN = 1.4  # title, x axis and legend
+_PAD = 0.08  # of an axis' span, either side of the data
+_EDGE = 0.04  # of the y span: room under a line chart's marker near 0
+_WRAP = (44, 28)  # legend label widths, in characters, tried in turn
 
 
 @dataclass
-class Series:
-    """One line (or one colour of bars) of a chart.
+class Panel:
+    """One y axis of a chart: its series, all in one unit."""
 
-    ``x`` holds the x values in order: numbers sorted numerically, anything else in
-    the order first seen. ``y[i]`` aggregates the records at ``x[i]``; ``err[i]`` is
-    the sample standard deviation of those records' y values (0.0 where there is one
-    record), and ``err`` is None when no point has more than one record.
-    """
-
-    label: str
-    x: list[Any]
-    y: list[float]
-    err: list[float] | None
+    axes: Axes
+    unit: str
+    series: list[Series]
 
 
-def _key(value: Any) -> str:
-    # Values may be lists (unhashable); their JSON text identifies them. 1 and 1.0
-    # are one point: a CSV round trip may turn one into the other.
-    if _is_number(value) and float(value).is_integer():
-        return json.dumps(float(value))
-    return json.dumps(value, sort_keys=True)
+@dataclass
+class DrawnChart:
+    """A chart laid out as it will be saved: the figure, its panels (one per unit, top
+    to bottom), whether x is categorical (evenly spaced slots), the chart type, the
+    legend (or None) and the texts a PNG records (:func:`save_chart`)."""
+
+    figure: Figure
+    panels: list[Panel]
+    categorical: bool
+    chart: str
+    legend: Legend | None = None
+    labels: dict[str, Any] = field(default_factory=dict)
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def _query_label(query: Mapping[str, Any]) -> str:
-    return ", ".join(_text(value) for value in query.values()) or "all"
-
-
-def _group_by_parameters(
-    records: Sequence[Mapping[str, Any]], x: str, y: str
-) -> list[tuple[str, list[Mapping[str, Any]]]]:
-    """One group per distinct combination of the parameters that vary besides ``x``."""
-    names = [
-        name for name in varying_parameters(records) if name != x and not is_user_param(name)
-    ]
-    groups: dict[str, tuple[str, list[Mapping[str, Any]]]] = {}
-    for record in records:
-        values = [record.get(name) for name in names]
-        label = ", ".join(f"{n}={_text(v)}" for n, v in zip(names, values, strict=True)) or y
-        groups.setdefault(_key(values), (label, []))[1].append(record)
-    return list(groups.values())
-
-
-def _aggregate(
-    label: str, records: Sequence[Mapping[str, Any]], x: str, y: str, aggregation: str
-) -> Series:
-    points: dict[str, tuple[Any, list[float]]] = {}
-    for record in records:
-        points.setdefault(_key(record[x]), (record[x], []))[1].append(float(record[y]))
-    ordered = list(points.values())
-    if all(_is_number(value) for value, _ in ordered):
-        ordered.sort(key=lambda point: float(point[0]))
-    reduce = AGGREGATIONS[aggregation]
-    err = [statistics.stdev(values) if len(values) > 1 else 0.0 for _, values in ordered]
-    return Series(
-        label=label,
-        x=[value for value, _ in ordered],
-        y=[float(reduce(values)) for _, values in ordered],
-        err=err if any(e > 0 for e in err) else None,
-    )
-
-
-def _same_x(value: Any, wanted: Any) -> bool:
-    if _is_number(value) and _is_number(wanted):
-        return bool(float(value) == float(wanted))
-    # "--baseline-x 0" parses as the int 0, while exp.gpus "0" is a string.
-    return _text(value) == _text(wanted)
-
-
-def _normalise(series: Series, x: str, baseline_x: Any) -> Series:
-    index = next((i for i, value in enumerate(series.x) if _same_x(value, baseline_x)), None)
-    if index is None:
-        have = ", ".join(_text(v) for v in series.x)
-        raise ChartError(
-            f"--baseline-x {_text(baseline_x)}: series {series.label!r} has no point at "
-            f"{x}={_text(baseline_x)}; its {x} values: {have}"
-        )
-    base = series.y[index]
-    if base == 0:
-        raise ChartError(
-            f"--baseline-x {_text(baseline_x)}: series {series.label!r} is 0 there; "
-            "cannot divide by it"
-        )
-    return Series(
-        label=series.label,
-        x=series.x,
-        y=[value / base for value in series.y],
-        err=None if series.err is None else [e / abs(base) for e in series.err],
-    )
-
-
-def _usable(
-    records: Sequence[Mapping[str, Any]], x: str, y: str, warnings: list[str] | None
-) -> list[Mapping[str, Any]]:
-    ok = [r for r in records if r.get("exp.status") == "ok"]
-    if not ok:
-        raise ResultsError(f"none of the {len(records)} record(s) has exp.status ok")
-    without_x = [r for r in ok if r.get(x) is None]
-    without_y = [r for r in ok if r.get(x) is not None and not _is_number(r.get(y))]
-    if warnings is not None:
-        if without_x:
-            warnings.append(f"{len(without_x)} record(s) without {x} skipped")
-        if without_y:
-            warnings.append(f"{len(without_y)} record(s) without a numeric {y} skipped")
-    usable = [r for r in ok if r.get(x) is not None and _is_number(r.get(y))]
-    if not usable:
-        raise ResultsError(f"none of the {len(ok)} ok record(s) has both {x} and a numeric {y}")
-    return usable
-
-
-def build_series(
-    records: Sequence[Mapping[str, Any]],
-    x: str,
-    y: str,
-    queries: Sequence[Mapping[str, Any]] | None = None,
-    aggregation: str = "avg",
-    legend: Sequence[str] | None = None,
-    baseline_x: Any = None,
-    *,
-    warnings: list[str] | None = None,
-) -> list[Series]:
-    """Series of ``y`` against ``x`` from the records whose ``exp.status`` is ``ok``.
-
-    With ``queries`` (DLBS query syntax, see :mod:`dlbench.results.query`) there is one
-    series per query, labelled with the query's values joined (``"mxnet, resnet50"``);
-    a query that matches nothing raises ``ResultsError``. Without, there is one series
-    per distinct combination of the parameters that vary among the records other than
-    ``x`` and ``user.*``, labelled ``name=value, ...``. ``legend`` replaces the labels
-    and must name every series. Records at the same x are combined by ``aggregation``
-    (avg, min, max, median). ``baseline_x`` divides each series by its own y at that
-    x (a speedup chart); a series without a point there raises ``ChartError``.
-
-    Records without x or without a numeric y are skipped; one line per kind of skip is
-    appended to ``warnings`` when given.
-
-    >>> rs = [{"exp.status": "ok", "n": n, "t": t} for n, t in [(1, 10.0), (2, 18.0)]]
-    >>> build_series(rs, "n", "t", baseline_x=1)[0].y
-    [1.0, 1.8]
-    """
-    if aggregation not in AGGREGATIONS:
-        raise ChartError(
-            f"unknown aggregation {aggregation!r}; accepted: {', '.join(AGGREGATIONS)}"
-        )
-    usable = _usable(records, x, y, warnings)
-    groups: list[tuple[str, list[Mapping[str, Any]]]]
-    if queries is None:
-        groups = _group_by_parameters(usable, x, y)
-    else:
-        groups = []
-        for index, query in enumerate(queries):
-            selected = [r for r in usable if match(r, query)]
-            if not selected:
-                raise ResultsError(
-                    f"--series query {index + 1} {json.dumps(dict(query))} matches none of "
-                    f"the {len(usable)} ok record(s) that have {x} and {y}"
-                )
-            groups.append((_query_label(query), selected))
-    if legend is not None and len(legend) != len(groups):
-        raise ChartError(
-            f"--legend names {len(legend)} series but there are {len(groups)}: "
-            + "; ".join(label for label, _ in groups)
-        )
-    series = [
-        _aggregate(legend[i] if legend is not None else label, group, x, y, aggregation)
-        for i, (label, group) in enumerate(groups)
-    ]
-    if baseline_x is not None:
-        series = [_normalise(s, x, baseline_x) for s in series]
-    return series
-
-
-# ---------------------------------------------------------------- rendering
+def axis_label(name: str | None, unit: str) -> str:
+    """``name (unit)``; the name alone when there is no unit, or when it already says
+    the unit; the unit alone when there is no name."""
+    if not unit:
+        return name or ""
+    if not name:
+        return unit
+    return name if unit in name else f"{name} ({unit})"
 
 
 def _categories(series: Sequence[Series]) -> list[Any]:
@@ -223,11 +112,232 @@ def _categories(series: Sequence[Series]) -> list[Any]:
     seen: dict[str, Any] = {}
     for s in series:
         for value in s.x:
-            seen.setdefault(_key(value), value)
+            seen.setdefault(key_text(value), value)
     values = list(seen.values())
     if all(_is_number(v) for v in values):
         values.sort(key=float)
     return values
+
+
+def _panels(series: Sequence[Series]) -> list[tuple[str, list[Series]]]:
+    """The series by unit, units in the order first seen."""
+    panels: dict[str, list[Series]] = {}
+    for s in series:
+        panels.setdefault(s.unit, []).append(s)
+    return list(panels.items())
+
+
+def _extent(series: Sequence[Series]) -> tuple[float, float]:
+    """The lowest and highest y, error bars included."""
+    low, high = math.inf, -math.inf
+    for s in series:
+        for i, value in enumerate(s.y):
+            below = above = s.err[i] if s.err is not None else 0.0
+            interval = s.ci[i] if s.ci is not None else None
+            if interval is not None:
+                below, above = max(below, interval[0]), max(above, interval[1])
+            low, high = min(low, value - below), max(high, value + above)
+    return low, high
+
+
+def _y_limits(series: Sequence[Series], chart: str) -> tuple[float, float]:
+    """Limits with a margin around every point and error bar. Non-negative data start
+    at 0, so heights read as proportions, unless a line chart's marker would then sit
+    on the axis (the axis then starts a little below 0)."""
+    low, high = _extent(series)
+    if chart == "bar":  # bars grow from 0
+        low, high = min(low, 0.0), max(high, 0.0)
+    start = 0.0 if low >= 0 else low
+    span = (high - start) or abs(high) or 1.0
+    pad = _PAD * span
+    if chart == "bar":
+        return (low - pad if low < 0 else 0.0), (high + pad if high > 0 else 0.0)
+    if low < 0:
+        return low - pad, high + pad
+    # Lowered only as far as a marker at 0 needs: a throughput axis reads best from 0.
+    return (0.0 if low >= _EDGE * span else -_EDGE * span), high + pad
+
+
+def _x_limits(values: Sequence[float]) -> tuple[float, float]:
+    low, high = min(values), max(values)
+    pad = _PAD * (high - low) if high > low else max(abs(low) * 0.5, 0.5)
+    return low - pad, high + pad
+
+
+def _error_bars(axes: Axes, positions: list[float], s: Series, colour: Any) -> list[str]:
+    """Draw ``s``'s error bars; the kinds drawn (SD_LABEL, CI_LABEL)."""
+    drawn: list[str] = []
+    if s.err is not None:
+        # Only points with spread get a bar: a zero-length bar still draws caps.
+        shown = [i for i, e in enumerate(s.err) if e > 0]
+        axes.errorbar([positions[i] for i in shown], [s.y[i] for i in shown],
+                      yerr=[s.err[i] for i in shown], fmt="none", ecolor=colour, capsize=3)
+        drawn.append(SD_LABEL)
+    if s.ci is not None:
+        known = [(i, c) for i, c in enumerate(s.ci) if c is not None]
+        container = axes.errorbar([positions[i] for i, _ in known], [s.y[i] for i, _ in known],
+                                  yerr=[[c[0] for _, c in known], [c[1] for _, c in known]],
+                                  fmt="none", ecolor=colour, capsize=3)
+        for collection in container.lines[2]:
+            collection.set_linestyle("--")
+        drawn.append(CI_LABEL)
+    return drawn
+
+
+def _draw_panel(axes: Axes, panel: list[Series], first: int, chart: str,
+                categorical: bool, slot: dict[str, int]) -> tuple[list[Any], list[str]]:
+    """Draw one panel's series (colours from the ``first``-th of the cycle on); their
+    legend handles and the kinds of error bar drawn."""
+    handles: list[Any] = []  # lines and bar containers
+    kinds: list[str] = []
+    count = len(panel)
+    for number, s in enumerate(panel):
+        colour = f"C{(first + number) % 10}"
+        positions = [float(slot[key_text(v)]) if categorical else float(v) for v in s.x]
+        if chart == "bar":
+            width = 0.8 / count
+            positions = [p + (number - (count - 1) / 2) * width for p in positions]
+            handles.append(axes.bar(positions, s.y, width=width, color=colour, label=s.label))
+            bar_colour: Any = "black"
+        else:
+            if categorical:  # dodge, so that series at one slot do not hide each other
+                positions = [p + (number - (count - 1) / 2) * (0.5 / count) for p in positions]
+            (line,) = axes.plot(positions, s.y, marker="o", color=colour, label=s.label,
+                                linestyle="none" if categorical else "-")
+            handles.append(line)
+            bar_colour = colour
+        kinds += [k for k in _error_bars(axes, positions, s, bar_colour) if k not in kinds]
+    return handles, kinds
+
+
+def _legend_entries(series: Sequence[Series], handles: list[Any], kinds: list[str],
+                    ylabel: str | None) -> tuple[list[Any], list[str]]:
+    from matplotlib.lines import Line2D
+
+    entries: list[tuple[Any, str]] = []
+    # A single series labelled like the y axis says nothing a legend would add.
+    if len(series) > 1 or (series and series[0].label != ylabel):
+        entries += list(zip(handles, [s.label for s in series], strict=True))
+    for kind in (k for k in (SD_LABEL, CI_LABEL) if k in kinds):
+        entries.append((Line2D([], [], color="black",
+                               linestyle="--" if kind == CI_LABEL else "-"), kind))
+    return [h for h, _ in entries], [label for _, label in entries]
+
+
+def _fit_legend(figure: Figure, handles: list[Any], labels: list[str]) -> Legend | None:
+    """A legend under the axes that fits the figure's width: labels wrapped, then fewer
+    columns, then narrower labels. The figure grows taller when the legend needs it,
+    rather than squash the axes."""
+    if not handles:
+        return None
+    attempts = [(width, ncols) for width in _WRAP
+                for ncols in range(min(len(handles), 3), 0, -1)]
+    for number, (width, ncols) in enumerate(attempts):
+        wrapped = [textwrap.fill(label, width, break_on_hyphens=False) for label in labels]
+        legend = figure.legend(handles, wrapped, loc="outside lower center", ncols=ncols,
+                               frameon=False)
+        figure.draw_without_rendering()
+        box = legend.get_window_extent()
+        fits = box.x0 >= figure.bbox.x0 and box.x1 <= figure.bbox.x1
+        if fits or number == len(attempts) - 1:  # else the narrowest: chart_problems says so
+            break
+        legend.remove()
+    if box.height > 0.25 * figure.bbox.height:
+        grow = (box.height - 0.2 * figure.bbox.height) / figure.dpi
+        figure.set_size_inches(_WIDTH_IN, figure.get_size_inches()[1] + grow)
+        figure.draw_without_rendering()
+    return legend
+
+
+def draw_chart(
+    series: Sequence[Series],
+    *,
+    chart: str = "line",
+    title: str | None = None,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+) -> DrawnChart:
+    """Lay ``series`` out as a ``line`` or grouped ``bar`` chart on a new figure.
+
+    Numeric x values of a line chart are placed on a numeric axis with a tick at each
+    (up to 16); other x values, and every bar chart, get one evenly spaced slot per
+    value, and a line chart draws them as unconnected points. There is one panel (y
+    axis) per unit of the series, labelled :func:`axis_label` of ``ylabel`` and the
+    unit. Error bars show where a point's ``err`` is above 0 (±1 sd, solid) or it has
+    a ``ci`` (95 %, dashed); the legend, under the axes, says which.
+    """
+    if chart not in CHART_TYPES:
+        raise ChartError(f"unknown chart type {chart!r}; accepted: {', '.join(CHART_TYPES)}")
+    # matplotlib costs a noticeable import time; only drawing pays it. A Figure built
+    # without pyplot uses no GUI backend, so this works on a headless node.
+    from matplotlib.figure import Figure
+
+    grouped = _panels(series) or [("", [])]
+    figure = Figure(figsize=(_WIDTH_IN, _FRAME_IN + _PANEL_IN * len(grouped)), dpi=100,
+                    layout="constrained")
+    all_axes = figure.subplots(len(grouped), 1, sharex=True, squeeze=False)[:, 0]
+    categories = _categories(series)
+    categorical = chart == "bar" or not all(_is_number(v) for v in categories)
+    slot = {key_text(value): index for index, value in enumerate(categories)}
+    panels: list[Panel] = []
+    handles: list[Any] = []  # lines and bar containers
+    kinds: list[str] = []
+    for axes, (unit, members) in zip(all_axes, grouped, strict=True):
+        drawn, drawn_kinds = _draw_panel(axes, members, len(handles), chart, categorical, slot)
+        handles += drawn
+        kinds += [k for k in drawn_kinds if k not in kinds]
+        if members:
+            axes.set_ylim(*_y_limits(members, chart))
+        axes.set_axisbelow(True)  # grid lines behind bars, not across them
+        axes.grid(True, axis="y" if chart == "bar" else "both", alpha=0.3)
+        axes.set_ylabel(axis_label(ylabel, unit))
+        panels.append(Panel(axes, unit, members))
+    bottom = all_axes[-1]
+    if categorical:
+        bottom.set_xticks([float(i) for i in range(len(categories))])
+        bottom.set_xticklabels([value_text(v) for v in categories])
+        # Half a slot either side, so the first and last points are not on the frame.
+        bottom.set_xlim(-0.5, len(categories) - 0.5)
+    elif categories:
+        if len(categories) <= 16:
+            bottom.set_xticks([float(v) for v in categories])
+            bottom.set_xticklabels([value_text(v) for v in categories])
+        bottom.set_xlim(*_x_limits([float(v) for v in categories]))
+    if xlabel:
+        bottom.set_xlabel(xlabel)
+    if title:
+        (figure.suptitle(title) if len(panels) > 1 else all_axes[0].set_title(title))
+    entries, labels = _legend_entries(series, handles, kinds, ylabel)
+    legend = _fit_legend(figure, entries, labels)
+    if legend is None:  # laid out as it will be saved: positions are final
+        figure.draw_without_rendering()
+    drawn_chart = DrawnChart(figure, panels, categorical, chart, legend)
+    drawn_chart.labels = {
+        "title": title or "", "xlabel": xlabel or "",
+        "ylabels": [p.axes.get_ylabel() for p in panels],
+        "units": [p.unit for p in panels],
+        "legend": [t.get_text() for t in legend.get_texts()] if legend is not None else [],
+    }
+    return drawn_chart
+
+
+def save_chart(drawn: DrawnChart, fmt: str, problems: Sequence[str] = ()) -> bytes:
+    """The bytes of a ``fmt`` file of ``drawn``. A PNG carries the chart's labels and
+    ``problems`` as JSON in its ``dlbench.chart`` text chunk."""
+    if fmt not in CHART_FORMATS:
+        raise ChartError(f"unknown chart format {fmt!r}; accepted: {', '.join(CHART_FORMATS)}")
+    from matplotlib import rc_context
+
+    described = json.dumps({**drawn.labels, "problems": list(problems)}, sort_keys=True)
+    # No creation date in SVG and PDF (each backend names it its own way), no software
+    # version in PNG: the same series give the same bytes.
+    every: dict[str, dict[str, Any]] = {"png": {"Software": None, PNG_KEY: described},
+                                        "svg": {"Date": None}, "pdf": {"CreationDate": None}}
+    out = io.BytesIO()
+    # A fixed salt makes SVG element ids stable: the same series, the same bytes.
+    with rc_context({"svg.hashsalt": "dlbench"}):
+        drawn.figure.savefig(out, format=fmt, metadata=every[fmt])
+    return out.getvalue()
 
 
 def render_chart(
@@ -238,84 +348,18 @@ def render_chart(
     xlabel: str | None = None,
     ylabel: str | None = None,
     fmt: str = "png",
+    problems: list[str] | None = None,
 ) -> bytes:
-    """Draw ``series`` as a ``line`` or grouped ``bar`` chart; the bytes of a ``fmt`` file.
-
-    ``fmt`` is png, svg or pdf. Error bars show where a point's ``err`` is above 0.
-    Numeric x values are placed on a numeric axis (line chart) with a tick at each;
-    other x values, and every bar chart, get one evenly spaced slot per value. The
-    legend sits under the axes; a single series labelled like ``ylabel`` gets none.
-    """
-    if chart not in CHART_TYPES:
-        raise ChartError(f"unknown chart type {chart!r}; accepted: {', '.join(CHART_TYPES)}")
+    """Draw ``series`` (see :func:`draw_chart`) and return the bytes of a ``fmt`` file
+    (png, svg or pdf). What :func:`~dlbench.report.chart_checks.chart_problems` finds
+    wrong with the drawing (a clipped point, a legend past the edge) is appended to
+    ``problems`` when given."""
     if fmt not in CHART_FORMATS:
         raise ChartError(f"unknown chart format {fmt!r}; accepted: {', '.join(CHART_FORMATS)}")
-    # matplotlib costs a noticeable import time; only drawing pays it. A Figure built
-    # without pyplot uses no GUI backend, so this works on a headless node.
-    from matplotlib import rc_context
-    from matplotlib.figure import Figure
+    from dlbench.report.chart_checks import chart_problems
 
-    figure = Figure(figsize=(7.0, 4.2), dpi=100, layout="constrained")
-    axes = figure.add_subplot()
-    categories = _categories(series)
-    numeric = chart == "line" and all(_is_number(v) for v in categories)
-    slot = {_key(value): index for index, value in enumerate(categories)}
-    width = 0.8 / max(len(series), 1)
-    for number, s in enumerate(series):
-        positions = [float(v) if numeric else float(slot[_key(v)]) for v in s.x]
-        if chart == "bar":
-            offset = (number - (len(series) - 1) / 2) * width
-            positions = [p + offset for p in positions]
-            drawn = axes.bar(positions, s.y, width=width, label=s.label)
-            colour = drawn.patches[0].get_facecolor() if drawn.patches else None
-        else:
-            (line,) = axes.plot(positions, s.y, marker="o", label=s.label)
-            colour = line.get_color()
-        if s.err is not None:
-            # Only points with spread get a bar: a zero-length bar still draws caps.
-            shown = [i for i, e in enumerate(s.err) if e > 0]
-            axes.errorbar(
-                [positions[i] for i in shown],
-                [s.y[i] for i in shown],
-                yerr=[s.err[i] for i in shown],
-                fmt="none",
-                ecolor="black" if chart == "bar" else colour,
-                capsize=3,
-            )
-    if numeric:
-        if len(categories) <= 16:
-            axes.set_xticks([float(v) for v in categories])
-            axes.set_xticklabels([_text(v) for v in categories])
-    else:
-        axes.set_xticks([float(i) for i in range(len(categories))])
-        axes.set_xticklabels([_text(v) for v in categories])
-        # Half a slot either side, so the first and last points are not on the frame.
-        axes.set_xlim(-0.5, len(categories) - 0.5)
-    if all(all(v >= 0 for v in s.y) for s in series):
-        # Start at 0 so that bar heights and line heights read as proportions.
-        axes.set_ylim(bottom=0)
-    axes.set_axisbelow(True)  # grid lines behind bars, not across them
-    axes.grid(True, axis="y" if chart == "bar" else "both", alpha=0.3)
-    if title:
-        axes.set_title(title)
-    if xlabel:
-        axes.set_xlabel(xlabel)
-    if ylabel:
-        axes.set_ylabel(ylabel)
-    if len(series) > 1 or (series and series[0].label != ylabel):
-        # Outside the axes, under the x label: a legend inside may hide points or bars.
-        figure.legend(loc="outside lower center", ncols=min(len(series), 3), frameon=False)
-    out = io.BytesIO()
-    # No creation date in SVG and PDF (each backend names it its own way), no software
-    # version in PNG: the same series give the same bytes.
-    metadata: dict[str, Any] = {"png": {"Software": None}, "svg": {"Date": None},
-                                "pdf": {"CreationDate": None}}[fmt]
-    # A fixed salt makes SVG element ids stable: the same series, the same bytes.
-    with rc_context({"svg.hashsalt": "dlbench"}):
-        figure.savefig(out, format=fmt, metadata=metadata)
-    return out.getvalue()
-
-
-def count_points(series: Sequence[Series]) -> int:
-    """All points of all series."""
-    return sum(len(s.x) for s in series)
+    drawn = draw_chart(series, chart=chart, title=title, xlabel=xlabel, ylabel=ylabel)
+    found = chart_problems(drawn, layout=False)  # draw_chart has just laid it out
+    if problems is not None:
+        problems.extend(found)
+    return save_chart(drawn, fmt, found)

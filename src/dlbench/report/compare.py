@@ -17,6 +17,10 @@ Consecutive batches are autocorrelated (clocks, caches, the allocator), so the
 effective sample size is smaller than the number of batches and the p-values are
 optimistic; the threshold is what keeps that from flagging noise.
 
+Where a configuration was profiled on both sides (``results.profile.top_ops``), its
+row also carries its operators' self time per step in A and B, matched by name
+(:func:`dlbench.report.operators.compare_operators`); they get no verdict.
+
 Example::
 
     comparison = compare_records(load_records(["old"]), load_records(["new"]),
@@ -37,6 +41,8 @@ from typing import Any
 from dlbench.config.registry import REGISTRY
 from dlbench.errors import DlbenchError, ResultsError
 from dlbench.report.aggregate import ENVIRONMENT_KEYS
+from dlbench.report.compare_paired import paired_ratio, paired_values
+from dlbench.report.operators import OperatorChange, compare_operators, operator_bases
 from dlbench.results.values import is_number as _is_number
 
 #: Significance level of the test behind a verdict.
@@ -56,6 +62,8 @@ class ConfigComparison:
 
     ``a`` and ``b`` are the metric's mean over the side's records; ``ratio`` is
     ``b / a``; ``p_value`` is None when a side has fewer than two values to test.
+    ``operators``: when both sides were profiled, each operator's self time per step
+    in A and B (:func:`dlbench.report.operators.compare_operators`), else None.
     """
 
     config: dict[str, Any]
@@ -66,6 +74,7 @@ class ConfigComparison:
     verdict: str
     n_a: int
     n_b: int
+    operators: list[OperatorChange] | None = None
 
     @property
     def change_pct(self) -> float:
@@ -275,6 +284,7 @@ def compare_records(
 
     groups_a, groups_b = group(a_ok), group(b_ok)
     rows = []
+    paired = 0
     for key, side_a in groups_a.items():
         side_b = groups_b.get(key)
         if side_b is None:
@@ -282,17 +292,30 @@ def compare_records(
         mean_a = statistics.fmean(float(r[metric]) for r in side_a)
         mean_b = statistics.fmean(float(r[metric]) for r in side_b)
         ratio = mean_b / mean_a
-        p = welch_p_value(_samples(side_a, metric), _samples(side_b, metric))
+        pairs = paired_values(side_a, side_b, metric)
+        if pairs is None:
+            p = welch_p_value(_samples(side_a, metric), _samples(side_b, metric))
+        else:  # interleaved processes, compared pair by pair (report.compare_paired)
+            ratio, p = paired_ratio(*pairs)
+            paired += 1
         rows.append(ConfigComparison(
             config=label(side_a[0]), a=mean_a, b=mean_b, ratio=ratio, p_value=p,
             verdict=verdict(ratio, p, threshold, higher_is_better(metric)),
-            n_a=len(side_a), n_b=len(side_b)))
+            n_a=len(side_a), n_b=len(side_b), operators=compare_operators(side_a, side_b)))
     if not rows:
         raise ResultsError(_nothing_in_common(a_ok, b_ok, key_names, list(differing)))
     environment = _environment_warning(a_ok, b_ok)
     notes = []
+    if paired:
+        notes.append(f"{paired} configuration(s) ran interleaved: ratio and p-value from "
+                     "the processes pair by pair (median batch time of each)")
     if any(row.p_value is None for row in rows):
         notes.append("p-value '-': too few values to test; the threshold alone decided")
+    if any(row.operators for row in rows):
+        bases_a, bases_b = operator_bases(a_ok), operator_bases(b_ok)
+        if bases_a != bases_b:
+            warnings.append(f"operator times are {'/'.join(bases_a)} time in A and "
+                            f"{'/'.join(bases_b)} time in B: their changes mix the two")
     return Comparison(
         metric=metric, higher_is_better=higher_is_better(metric), threshold=threshold,
         columns=columns, rows=rows, differing=differing,

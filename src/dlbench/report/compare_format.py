@@ -1,6 +1,9 @@
 """The A/B comparison as text, markdown, csv or JSON: the table of configurations with
 their ratio, p-value and verdict, a header saying how verdicts are reached, and a
-summary (counts, geometric mean, configurations on one side only).
+summary (counts, geometric mean, configurations on one side only). Where both sides
+were profiled, text, markdown and JSON add each configuration's operators with their
+self time per step in A and B and the change (``aten::mm +18.0%``); csv stays the one
+table of configurations.
 
 Example::
 
@@ -16,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlbench.formats import REPORT_FORMATS
-from dlbench.report.compare import ALPHA, Comparison, shown_value, value_text
+from dlbench.report.compare import ALPHA, Comparison, ConfigComparison, shown_value, value_text
+from dlbench.report.operators import OperatorChange
 from dlbench.report.render import aligned_lines, csv_lines
 from dlbench.textsafe import safe_text
 
@@ -74,7 +78,9 @@ def _as_json(c: Comparison) -> dict[str, Any]:
         "rows": [
             {**row.config, "A": row.a, "B": row.b, "ratio": row.ratio,
              "change_pct": row.change_pct, "p_value": row.p_value, "verdict": row.verdict,
-             "records_A": row.n_a, "records_B": row.n_b}
+             "records_A": row.n_a, "records_B": row.n_b,
+             **({"operators": [_operator_json(op) for op in row.operators]}
+                if row.operators else {})}
             for row in c.rows
         ],
         "counts": c.counts(), "geometric_mean": c.geometric_mean(),
@@ -108,7 +114,39 @@ def format_comparison(c: Comparison, fmt: str = "text") -> list[str]:
     table = aligned_lines([_one_line(h) for h in headers],
                           [[_one_line(cell) for cell in line] for line in cells],
                           [False] * len(headers), markdown=fmt == "markdown")
-    return [*_header(c), "", *table, "", *_summary(c)]
+    return [*_header(c), "", *table, "", *_summary(c),
+            *_operator_sections(c, markdown=fmt == "markdown")]
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.2f}" if value >= 1 else f"{value:.3g}"
+
+
+def _operator_json(op: OperatorChange) -> dict[str, Any]:
+    return {"name": op.name, "A_ms": op.a_ms, "B_ms": op.b_ms, "change_pct": op.change_pct,
+            "change": op.change_text()}
+
+
+def _operator_table(row: ConfigComparison, markdown: bool) -> list[str]:
+    cells = [[_one_line(op.name), _ms(op.a_ms), _ms(op.b_ms), op.change_text()]
+             for op in row.operators or []]
+    return aligned_lines(["operator", "A ms/step", "B ms/step", "change"], cells,
+                         [False, True, True, True], markdown=markdown)
+
+
+def _operator_sections(c: Comparison, markdown: bool) -> list[str]:
+    """Per configuration profiled on both sides: its operators, largest change first."""
+    profiled = [row for row in c.rows if row.operators]
+    if not profiled:
+        return []
+    lines = ["", "operators by self time per step, the largest change in ms first; "
+             "'only in A': not among B's top operators (exp.profile_top), and the reverse"]
+    for row in profiled:
+        lines += ["", f"{_one_line(_config_text(row.config))}:", "",
+                  *_operator_table(row, markdown)]
+    return lines
 
 
 def _one_line(text: str) -> str:

@@ -26,15 +26,15 @@ import dlbench
 from dlbench.config.registry import varying_parameters
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
+from dlbench.report.profile_section import profile_section_html
 from dlbench.report.render import MISSING, format_value, spread
+from dlbench.report.serving_chart import serving_section_html
 from dlbench.results.io import write_atomically
+from dlbench.results.text_table import format_number
 from dlbench.results.values import is_number as _is_number
 
 #: Lists (e.g. ``results.time_data``) longer than this are cut in the experiment details.
 MAX_LIST_ITEMS = 20
-
-#: Named in a chart's caption when all of its records share them.
-_CAPTION_KEYS = ("exp.framework", "exp.device_type", "hw.device_name")
 
 #: Always at the start of an experiment's label, whether they vary or not.
 _LABEL_KEYS = ("exp.framework", "exp.model", "exp.phase")
@@ -134,7 +134,7 @@ def _status(record: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------- values
 
 
-def _cell(value: Any, floatfmt: str) -> str:
+def _cell(value: Any, floatfmt: str | None) -> str:
     """One ``<td>``, worded as in the text report (``152.31 ±2.1%``, ``-``); numbers
     right-aligned and carrying their raw value for sorting."""
     text = format_value(value, floatfmt)
@@ -144,7 +144,7 @@ def _cell(value: Any, floatfmt: str) -> str:
         return '<td class="missing">-</td>'
     tip = ""
     if isinstance(value, Measured):
-        sd = "-" if value.sd is None else floatfmt.format(value.sd)
+        sd = "-" if value.sd is None else format_number(value.sd, floatfmt)
         tip = f' title="{_esc(f"mean of {value.n} run(s), sample sd {sd}")}"'
     sort_key = _esc(repr(float(value)))
     return f'<td class="num" data-sort="{sort_key}"{tip}>{_esc(text + spread(value))}</td>'
@@ -295,56 +295,24 @@ def _inline_svg(svg: str, prefix: str) -> str:
     return _SVG_REF_RE.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", svg)
 
 
-def _chart_groups(records: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
-    """The ok records with a throughput, one group (chart) per model and device name.
-
-    ``hw.device_name`` is no parameter, so build_series would not split series by it;
-    two GPU types averaged into one line would be a number nobody measured.
-    """
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for record in records:
-        if (
-            _status(record) == "ok"
-            and _is_number(record.get("results.throughput"))
-            and record.get("exp.replica_batch") is not None
-        ):
-            key = (str(record.get("exp.model", "?")), str(record.get("hw.device_name", "")))
-            groups.setdefault(key, []).append(record)
-    return list(groups.values())
-
-
 def _charts_html(records: Sequence[Mapping[str, Any]]) -> str:
-    """Throughput against replica batch, one inline SVG chart per model (and device).
-
-    Within a chart, build_series draws one line per combination of the other
-    parameters that vary (framework, device, precision...), so it never averages
-    measurements of different things.
-    """
-    groups = _chart_groups(records)
-    if not groups:
-        return "<p>No experiment ended ok with a throughput: nothing to chart.</p>"
+    """Throughput against replica batch, one inline SVG chart per model (and device)
+    (:func:`dlbench.report.html_charts.report_charts`), each with what the chart's
+    own check found wrong with it, if anything."""
     # Imported here: matplotlib takes a while to load, and text reports never need it.
-    from dlbench.report.charts import build_series, render_chart
+    from dlbench.report.html_charts import report_charts
 
+    charts = report_charts(records)
+    if not charts:
+        return "<p>No experiment ended ok with a throughput: nothing to chart.</p>"
     figures = []
-    for number, group in enumerate(groups):
-        fixed = list(  # dict: the fake backend's device name is "fake" too
-            dict.fromkeys(
-                _plain_value(group[0][k])
-                for k in _CAPTION_KEYS
-                if k in group[0] and all(r.get(k) == group[0][k] for r in group)
-            )
-        )
-        model = _plain_value(group[0].get("exp.model", "?"))
-        caption = f"{model} ({', '.join(fixed)})" if fixed else model
-        series = build_series(group, "exp.replica_batch", "results.throughput")
-        # ylabel equal to the y key: a single unlabelled series then needs no legend.
-        svg = render_chart(
-            series, xlabel="exp.replica_batch", ylabel="results.throughput", fmt="svg"
-        ).decode("utf-8")
+    for number, chart in enumerate(charts):
+        problems = "".join(f"<li>{_esc(p)}</li>" for p in chart.problems)
         figures.append(
-            f'<figure class="chart"><figcaption>{_esc(caption)}: throughput (samples/s) '
-            f"vs replica batch</figcaption>\n{_inline_svg(svg, f'chart{number}-')}\n</figure>"
+            f'<figure class="chart"><figcaption>{_esc(chart.caption)}</figcaption>\n'
+            f"{_inline_svg(chart.svg, f'chart{number}-')}\n"
+            + (f'<ul class="notes">{problems}</ul>\n' if problems else "")
+            + "</figure>"
         )
     return "\n".join(figures)
 
@@ -380,6 +348,8 @@ def render_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
 <section id="charts"><h2>Charts</h2>
 {_charts_html(records)}
 </section>
+{profile_section_html(records, labels)}
+{serving_section_html(report, records)}
 <section id="failures"><h2>Failures ({len(failures)})</h2>
 {failure_parts or "<p>Every experiment ended ok.</p>"}
 </section>

@@ -33,6 +33,7 @@ from typing import Any
 from dlbench.formats import REPORT_FORMATS
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
+from dlbench.results.text_table import format_number
 from dlbench.results.values import is_number as _is_number
 
 #: The formats a report renders to as lines (html is a page: ``dlbench.report.html``).
@@ -60,15 +61,16 @@ def label_columns(table: Table) -> int:
     return count
 
 
-def format_value(value: Any, floatfmt: str = "{:.2f}") -> str:
+def format_value(value: Any, floatfmt: str | None = None) -> str:
     """One cell as text, without its spread: ``-`` when missing, floats by
-    ``floatfmt``, lists and dicts as compact JSON."""
+    ``floatfmt`` or at their precision (``0.0034``, never ``0.00``), lists and dicts as
+    compact JSON."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return MISSING
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return floatfmt.format(float(value))
+        return format_number(float(value), floatfmt)
     if isinstance(value, (int, str)):
         return str(value)
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

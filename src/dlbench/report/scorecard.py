@@ -16,6 +16,10 @@ lower is better), the score, the weighted geometric mean of r = result / target
 (target / result when lower is better) with a missing or failed benchmark counting
 r = missing_penalty, ``score = exp(sum(w * ln r) / sum(w))``, and the runs'
 throughput avg, min, max and range (Mila's ``train_item``).
+
+The report (:class:`ScorecardReport`) also says, for a CI gate, whether the verdict
+passed and which benchmarks missed their target (missing, failed, or outside their
+tolerance): ``dlbench report --type scorecard --fail-on-miss`` exits 1 on those.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.errors import ResultsError
@@ -75,6 +79,27 @@ class BenchmarkResult:
     def diff_percent(self) -> float | None:
         """100 * (result / target - 1)."""
         return self.figures.diff_percent
+
+
+@dataclass
+class ScorecardReport(Report):
+    """A scorecard: its tables, and what a CI gate needs: ``passed``, the overall
+    verdict (Mila's three), and ``missed``, each benchmark that missed its target
+    (``name: why``)."""
+
+    passed: bool = False
+    missed: list[str] = field(default_factory=list)
+
+
+def missed_target(result: BenchmarkResult, tolerance: float) -> str | None:
+    """Why ``result`` missed its target: no result (MISSING, FAILED) or outside its
+    tolerance; None when it met it."""
+    if result.status != "ok":
+        return f"{result.benchmark.name}: {result.status}"
+    if result.within_tolerance is False:
+        return (f"{result.benchmark.name}: diff {result.diff_percent:+.1f}%, outside the "
+                f"tolerance of {_pct(tolerance)}")
+    return None
 
 
 def weighted_score(results: Sequence[BenchmarkResult]) -> float | None:
@@ -230,7 +255,7 @@ def _summary_table(verdicts: Verdicts, results: list[BenchmarkResult],
 
 def scorecard_report(
     records: Sequence[dict[str, Any]], baseline: Baseline, source: str = "the baseline"
-) -> Report:
+) -> ScorecardReport:
     """The scorecard of ``records`` against ``baseline``: a table of benchmarks, the
     throughput of their runs, Mila's three verdicts with the informational
     statistics, and an overall verdict (PASS when all three verdicts pass)."""
@@ -246,12 +271,16 @@ def scorecard_report(
         reasons.append(f"performance {verdicts.performance:+.2f}% below target")
     verdict = "PASS" if verdicts.passed else f"FAIL ({', '.join(reasons)})"
     score = weighted_score(results)
-    return Report(
+    missed = [why for r in results
+              if (why := missed_target(r, baseline.tolerance_of(r.benchmark))) is not None]
+    return ScorecardReport(
         title=f"Scorecard against {source}",
         tables=[_benchmark_table(results, baseline), _throughput_table(results),
                 _summary_table(verdicts, results, baseline)],
         warnings=warnings,
         summary=[f"Overall: {verdict}" + (f"; score {score:.4f}" if score is not None else "")],
+        passed=verdicts.passed,
+        missed=missed,
     )
 
 

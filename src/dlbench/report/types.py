@@ -96,3 +96,5 @@ register("strong-scaling", "models by replica count, the effective batch fixed "
          "(throughput, speedup, efficiency)", "dlbench.report.tables:StrongScaling")
 register("scorecard", "pass or fail against the targets of --baseline FILE",
          "dlbench.report.scorecard:Scorecard")
+register("serving", "server-scenario latency vs achieved throughput per offered load, knee "
+         "and bound (exp.scenario=server)", "dlbench.report.serving:Serving")

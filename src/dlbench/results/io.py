@@ -11,6 +11,9 @@ JSON (``"0"``, ``"true"``, ``""``, ``"[1]"``), in which case it is JSON-quoted. 
 load a cell that parses as JSON is decoded, anything else is a string, and an empty
 cell is a key the record does not have.
 
+Writing (:func:`write_records` and friends) lives in :mod:`dlbench.results.export`
+and is re-exported here.
+
 Example::
 
     records = load_records(["runs/sweep1", "old/results.json.gz"])
@@ -23,15 +26,26 @@ import csv
 import gzip
 import io
 import json
-import os
-import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlbench.errors import ResultsError
+from dlbench.results.export import (
+    WRITE_FORMATS,
+    _suffix,
+    dump_records,
+    dumps_records,
+    write_atomically,
+    write_records,
+)
 from dlbench.results.parser import ParseWarning, parse_logs
+from dlbench.results.query import distinct_values, filter_records, no_match_error
 from dlbench.results.store import STORE_FILENAME, Store
+from dlbench.results.store_columns import series_wanted
+
+__all__ = ["WRITE_FORMATS", "dump_records", "dumps_records", "load_dataframe", "load_records",
+           "load_selected", "write_atomically", "write_records"]
 
 if TYPE_CHECKING:
     import pandas
@@ -40,15 +54,6 @@ _SOURCE_KINDS = (
     "a run directory, a .sqlite or .db store, a .log or .log.gz log, "
     "or a .json, .json.gz, .jsonl or .csv file"
 )
-WRITE_FORMATS = (".json", ".json.gz", ".jsonl", ".csv")
-
-
-def _suffix(path: Path) -> str:
-    name = path.name.lower()
-    for double in (".json.gz", ".log.gz"):
-        if name.endswith(double):
-            return double
-    return path.suffix.lower()
 
 
 # ---------------------------------------------------------------- loading
@@ -132,46 +137,87 @@ def _read_text(path: Path, compressed: bool = False) -> str:
         raise ResultsError(f"cannot read {path}: {exc}") from exc
 
 
-def _load_directory(path: Path, parse_warnings: list[ParseWarning] | None) -> list[dict[str, Any]]:
+class _Wanted:
+    """Which records and which of their keys a load returns (see :func:`load_records`)."""
+
+    def __init__(
+        self, where: Mapping[str, Any] | None, keys: Collection[str] | None,
+        series: bool | Collection[str],
+    ) -> None:
+        self.where = where or None
+        self.keys = None if keys is None else frozenset(keys)
+        self.series = series if isinstance(series, bool) else frozenset(series)
+
+    def from_store(self, store: Store) -> list[dict[str, Any]]:
+        """The wanted records of a store: selected and projected in SQL."""
+        return store.records(where=self.where, keys=self.keys, series=self.series)
+
+    def __call__(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The wanted records of records loaded whole (logs and exported files)."""
+        if self.where:
+            records = filter_records(records, self.where)
+        if self.keys is None and self.series is True:
+            return records
+        return [{k: v for k, v in record.items() if self._keeps(k, v)} for record in records]
+
+    def _keeps(self, key: str, value: Any) -> bool:
+        if self.keys is not None and key not in self.keys:
+            return False
+        return not isinstance(value, (list, dict)) or series_wanted(key, self.series)
+
+
+_EVERYTHING = _Wanted(None, None, True)
+
+
+def _load_directory(
+    path: Path, parse_warnings: list[ParseWarning] | None, wanted: _Wanted
+) -> list[dict[str, Any]]:
     if (path / STORE_FILENAME).is_file():
         with Store.in_directory(path, create=False) as store:
-            return store.records()
+            return wanted.from_store(store)
     records, warnings = parse_logs([path], recursive=True)
     if not records and not warnings:
         warnings.append(
             ParseWarning(str(path), 0, f"no {STORE_FILENAME} and no *.log or *.log.gz files"))
     if parse_warnings is not None:
         parse_warnings.extend(warnings)
-    return records
+    return wanted(records)
 
 
-def _load_source(path: Path, parse_warnings: list[ParseWarning] | None) -> list[dict[str, Any]]:
+def _load_source(
+    path: Path, parse_warnings: list[ParseWarning] | None, wanted: _Wanted = _EVERYTHING
+) -> list[dict[str, Any]]:
     if not path.exists():
         raise ResultsError(f"results source {path} does not exist; a source is {_SOURCE_KINDS}")
     if path.is_dir():
-        return _load_directory(path, parse_warnings)
+        return _load_directory(path, parse_warnings, wanted)
     kind = _suffix(path)
     if kind in (".sqlite", ".db"):
         with Store(path, create=False) as store:
-            return store.records()
+            return wanted.from_store(store)
     if kind in (".log", ".log.gz"):
         records, warnings = parse_logs([path])
         if parse_warnings is not None:
             parse_warnings.extend(warnings)
-        return records
+        return wanted(records)
     if kind == ".json":
-        return _load_json_text(_read_text(path), path)
+        return wanted(_load_json_text(_read_text(path), path))
     if kind == ".json.gz":
-        return _load_json_text(_read_text(path, compressed=True), path)
+        return wanted(_load_json_text(_read_text(path, compressed=True), path))
     if kind == ".jsonl":
-        return _load_jsonl(_read_text(path), path)
+        return wanted(_load_jsonl(_read_text(path), path))
     if kind == ".csv":
-        return _load_csv(_read_text(path), path)
+        return wanted(_load_csv(_read_text(path), path))
     raise ResultsError(f"results source {path}: unknown kind of file; a source is {_SOURCE_KINDS}")
 
 
 def load_records(
-    sources: Sequence[str | Path], *, parse_warnings: list[ParseWarning] | None = None
+    sources: Sequence[str | Path],
+    *,
+    parse_warnings: list[ParseWarning] | None = None,
+    where: Mapping[str, Any] | None = None,
+    keys: Collection[str] | None = None,
+    series: bool | Collection[str] = True,
 ) -> list[dict[str, Any]]:
     """Load and concatenate, in order, the records of every source.
 
@@ -180,113 +226,64 @@ def load_records(
     ``.json.gz``, ``.jsonl`` or ``.csv`` export. A missing path or unknown kind
     raises ``ResultsError``. Warnings from parsing logs are appended to
     ``parse_warnings`` when given, dropped otherwise.
+
+    ``where`` (a parsed query) keeps only the matching records; ``keys`` only those
+    keys of each record (all when None); ``series`` which list and dict values
+    (``results.time_data``, monitor series): all (True), none (False) or those named
+    (``"exp.*"`` names every key starting ``exp.``).
+    A store does all three in SQL and reads nothing else, so a caller that needs
+    scalars should say so: ``series=False`` or the few series it reads.
     """
     if isinstance(sources, (str, Path)):
         raise TypeError("load_records takes a sequence of sources, not one path")
+    wanted = _Wanted(where, keys, series)
     records: list[dict[str, Any]] = []
     for source in sources:
-        records.extend(_load_source(Path(source), parse_warnings))
+        records.extend(_load_source(Path(source), parse_warnings, wanted))
     return records
 
 
-# ---------------------------------------------------------------- writing
-
-
-def _encode_cell(value: Any) -> str:
-    if isinstance(value, str):
-        if value == "":
-            # An empty cell means "no such key"; exp.gpus "" (CPU) must survive.
-            return '""'
-        try:
-            json.loads(value)
-        except ValueError:
-            return value
-        # It would read back as a number, bool, null, list... so quote it.
-        return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _csv_text(records: Sequence[Mapping[str, Any]]) -> str:
-    columns: dict[str, None] = {}
-    for record in records:
-        columns.update(dict.fromkeys(record))
-    if not columns:
-        return ""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    for record in records:
-        writer.writerow(_encode_cell(record[c]) if c in record else "" for c in columns)
-    return out.getvalue()
-
-
-def dumps_records(records: Sequence[Mapping[str, Any]]) -> str:
-    """``{"data": [...]}`` JSON text, one record per line, ending with a newline."""
-    if not records:
-        return '{"data": []}\n'
-    lines = ",\n".join(json.dumps(dict(record), ensure_ascii=False) for record in records)
-    return '{"data": [\n' + lines + "\n]}\n"
-
-
-def _jsonl_text(records: Sequence[Mapping[str, Any]]) -> str:
-    return "".join(json.dumps(dict(record), ensure_ascii=False) + "\n" for record in records)
-
-
-def write_atomically(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file beside it renamed into
-    place, so that a reader never sees half a file; ResultsError if it cannot."""
-    path = Path(path)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # os.open with 0o666 lets the umask decide the mode, as for any new file
-        # (tempfile would leave the file readable by its owner only).
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, path)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from exc
-
-
-def write_records(records: Sequence[Mapping[str, Any]], path: str | Path) -> None:
-    """Write records to ``path`` in the format its extension names.
-
-    ``.json`` (``{"data": [...]}``, one record per line), ``.json.gz``, ``.jsonl``
-    or ``.csv`` (columns: every key, in first-seen order). The file is written
-    beside its destination and renamed into place, so it is never half-written.
-    Any other extension raises ``ResultsError``.
+def load_selected(
+    sources: Sequence[str | Path],
+    query: Mapping[str, Any],
+    flag: str,
+    source: str,
+    *,
+    parse_warnings: list[ParseWarning] | None = None,
+    keys: Collection[str] | None = None,
+    series: bool | Collection[str] = True,
+) -> list[dict[str, Any]]:
+    """The records of ``sources`` that match ``query``, which came from option ``flag``;
+    ``source`` names the inputs in errors. :func:`load_records` with ``where=query``,
+    and the errors of :func:`~dlbench.results.query.select_records`: ``ResultsError``
+    when the sources hold no records, or when none matches (naming the values the
+    queried keys do take, which only then are read).
     """
-    path = Path(path)
-    kind = _suffix(path)
-    if kind == ".json":
-        data = dumps_records(records).encode("utf-8")
-    elif kind == ".json.gz":
-        # mtime=0: the same records always give the same bytes.
-        data = gzip.compress(dumps_records(records).encode("utf-8"), mtime=0)
-    elif kind == ".jsonl":
-        data = _jsonl_text(records).encode("utf-8")
-    elif kind == ".csv":
-        data = _csv_text(records).encode("utf-8")
-    else:
-        raise ResultsError(
-            f"cannot write {path}: unknown extension; accepted: {' '.join(WRITE_FORMATS)}"
-        )
-    write_atomically(path, data)
+    selected = load_records(
+        sources, parse_warnings=parse_warnings, where=query, keys=keys, series=series)
+    if selected:
+        return selected
+    # Nothing matched: read the queried keys of every record, to say what exists.
+    everything = load_records(sources, keys=list(query))
+    if not everything:
+        raise ResultsError(f"{source} holds no records")
+    raise no_match_error(query, flag, source, everything,
+                         distinct_values(everything, list(query)))
 
 
 def load_dataframe(
-    sources: Sequence[str | Path], *, parse_warnings: list[ParseWarning] | None = None
+    sources: Sequence[str | Path],
+    *,
+    parse_warnings: list[ParseWarning] | None = None,
+    where: Mapping[str, Any] | None = None,
+    keys: Collection[str] | None = None,
+    series: bool | Collection[str] = True,
 ) -> pandas.DataFrame:
-    """The records of ``sources`` as a DataFrame: one row per record, dotted-name columns."""
+    """The records of ``sources`` as a DataFrame: one row per record, dotted-name
+    columns; ``where``, ``keys`` and ``series`` as for :func:`load_records`."""
     # pandas costs a noticeable import time; only callers that want a frame pay it.
     import pandas
 
-    frame: pandas.DataFrame = pandas.DataFrame(load_records(sources, parse_warnings=parse_warnings))
+    frame: pandas.DataFrame = pandas.DataFrame(load_records(
+        sources, parse_warnings=parse_warnings, where=where, keys=keys, series=series))
     return frame

@@ -8,36 +8,12 @@ A name may hold placeholders (``<i>``, ``<series>``...), defined in
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dlbench.results.key_table_profile import PROFILE_KEYS
+from dlbench.results.key_table_scenarios import GENERATE_ROWS
+from dlbench.results.key_types import AGGREGATES, ResultKey
 
+__all__ = ["AGGREGATES", "PLACEHOLDERS", "RESULT_KEYS", "ResultKey"]
 
-class ResultKey(NamedTuple):
-    """One declared key (or family of keys, when ``name`` holds placeholders).
-
-    ``type`` is the JSON value's type as Python spells it (``float``,
-    ``list[float]``, ``dict``, ``object`` for any); ``unit`` is empty for a pure
-    number or text; ``fmt`` is the format specification a number is shown with
-    (``.2f``, ``.3g``, ``.1%``), empty for text and containers; ``aggregate`` says how
-    the values of several processes of one experiment (``exp.repeat`` runs,
-    ``exp.parallel_jobs`` copies) combine into its record: ``mean``, ``sum``,
-    ``max``, ``min``, ``all`` or ``any`` (of booleans), ``first`` (the same in every
-    process), ``concat`` (lists joined, texts comma-joined, in process order),
-    ``pooled`` (computed again from the joined ``results.time_data``),
-    ``recomputed`` (computed again from the combined figures) or ``none`` (not
-    combined: each process's own log keeps it).
-    """
-
-    name: str
-    type: str
-    unit: str
-    description: str
-    fmt: str = ""
-    aggregate: str = "none"
-
-
-#: The ways a key's values may combine (:attr:`ResultKey.aggregate`).
-AGGREGATES = ("mean", "sum", "max", "min", "all", "any", "first", "concat", "pooled",
-              "recomputed", "none")
 
 #: What each placeholder of a key name stands for: a regular expression.
 PLACEHOLDERS: dict[str, tuple[str, str]] = {
@@ -80,7 +56,8 @@ _TIMING = [
               "the adaptive warm-up settled before its cap", "", "none"),
     ResultKey("results.throughput", "float", "samples/s",
               "exp.effective_batch x 1000 / results.time, in results.throughput_unit "
-              "(copies: the sum; exp.repeat: recomputed from the combined time)", ".2f",
+              "(copies: the sum; exp.repeat: recomputed from the combined time; scenarios: "
+              "samples served / results.timed_seconds)", ".2f",
               "sum"),
     ResultKey("results.throughput_unit", "str", "",
               "what results.throughput counts per second (samples, tokens...)", "", "first"),
@@ -90,7 +67,7 @@ _TIMING = [
               "why the timed loop stopped: fixed, ci_reached, max_duration, max_batches "
               "(comma-joined over processes)", "", "concat"),
     ResultKey("results.timed_seconds", "float", "s",
-              "wall time of the timed batches", ".3g", "none"),
+              "wall time of the timed batches (scenarios: of the run)", ".3g", "none"),
     ResultKey("results.start_time", "str", "ISO 8601",
               "when the worker started", "", "min"),
     ResultKey("results.end_time", "str", "ISO 8601",
@@ -122,7 +99,8 @@ _TIMING = [
               "why the result is unstable (CV, CI, warm-up, drift, contention)", "",
               "concat"),
     ResultKey("results.progress", "dict", "",
-              'how far the worker got: {"phase": P} or {"phase": P, "batch": N}', "",
+              'how far the worker got: {"phase": P, "batch": N, "elapsed": S, "done": D, '
+              '"total": T, ...} (fields in dlbench.results.progress)', "",
               "none"),
     ResultKey("results.failure_kind", "str", "",
               "what ended a failed experiment: oom, exception, signal, exit, timeout, "
@@ -144,6 +122,9 @@ _RANKS = [
 _REPEATS = [
     ResultKey("results.repeat_times", "list[float]", _MS,
               "each process's results.time", "", "none"),
+    ResultKey("results.repeat_order", "str", "",
+              "interleaved: dlbench run --interleave ran process k of every experiment of "
+              "the sweep before process k+1 of any", "", "none"),
     ResultKey("results.repeat_time_std", "float", _MS,
               "standard deviation of the processes' results.time", ".3g", "none"),
     ResultKey("results.repeat_cv", "float", "",
@@ -288,6 +269,46 @@ _ENVIRONMENT = [
               'how each pair of GPUs is connected, {"0-1": "NVLink"...}', "", "first"),
 ]
 
+#: Inference scenarios, LoadGen's way (``measure/loadgen.py``, ``measure/scenario.py``);
+#: percentiles by LoadGen's rule: the sorted value at index floor(n q / 100).
+_QPS = "queries/s"
+_SCENARIO = [
+    ResultKey("results.latency_mean", "float", _MS, "mean query latency", ".3f"),
+    *(ResultKey(f"results.latency_p{q}", "float", _MS, f"{q}th percentile of query latency",
+                ".3f") for q in (50, 90, 99)),
+    ResultKey("results.latency_max", "float", _MS, "longest query latency", ".3f"),
+    ResultKey("results.latency_at_percentile", "float", _MS,
+              "query latency at exp.latency_percentile", ".3f"),
+    ResultKey("results.latency_early_stop", "float", _MS,
+              "streams: LoadGen's early-stopping estimate of that percentile, a 99% upper "
+              "bound (null: too few queries)", ".3f"),
+    ResultKey("results.latency_data", "list[float]", _MS,
+              "every completed query's latency in issue order (server: from its scheduled "
+              "arrival)"),
+    ResultKey("results.wait_mean", "float", _MS,
+              "server: mean time from a query's scheduled arrival to its batch's start", ".3f"),
+    ResultKey("results.service_data", "list[float]", _MS,
+              "server, offline: each batch's serving time, in order"),
+    ResultKey("results.batch_data", "list[int]", "",
+              "server, offline: samples in each batch, in order"),
+    ResultKey("results.queries", "int", "", "queries completed (offline: samples)", "d"),
+    ResultKey("results.qps_achieved", "float", _QPS,
+              "completed queries per second (server: LoadGen's (n - 1) / last completion)",
+              ".2f"),
+    ResultKey("results.qps_target", "float", _QPS,
+              "server: exp.target_qps, or the highest valid probe's with auto", ".2f"),
+    ResultKey("results.qps_search_start", "float", _QPS,
+              "exp.target_qps=auto: the rate the search started from", ".2f"),
+    ResultKey("results.valid", "bool", "",
+              "the scenario run met every rule (see results.valid_reasons)"),
+    ResultKey("results.valid_reasons", "list[str]", "",
+              "why the scenario run is not valid: queries, duration, bound, early stopping"),
+    ResultKey("results.scenario_probes", "list[dict]", "",
+              "exp.target_qps=auto: every probe's qps, valid, reasons, queries, planned, "
+              "latency_at_percentile, qps_achieved, seconds"),
+]
+
 #: The whole table, in the order the docs show it.
 RESULT_KEYS: tuple[ResultKey, ...] = (
-    *_TIMING, *_RANKS, *_REPEATS, *_COPIES, *_MONITOR, *_ENVIRONMENT)
+    *_TIMING, *_RANKS, *_REPEATS, *_COPIES, *_MONITOR, *PROFILE_KEYS, *_SCENARIO,
+    *(ResultKey(*row) for row in GENERATE_ROWS), *_ENVIRONMENT)

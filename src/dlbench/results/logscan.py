@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import io
 import json
+import json.scanner
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -254,6 +255,67 @@ def scan_stream(stream: IO[bytes], path: str) -> tuple[dict[str, Any], list[Pars
     return scan.finish()
 
 
+#: ``LINE_RE`` applied to every line of a text at once: ``.`` stops at a line end,
+#: so each match is one line's match, and its value runs to the end of its line.
+_LINE_RE_ALL = re.compile("^" + LINE_RE.pattern, re.MULTILINE)
+# json.loads's own C scanner, without the Python around it (typeshed lacks its type).
+_SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.JSONDecoder())  # type: ignore[arg-type]
+# Control characters but the line ends and tabs of ordinary text (checked per name).
+_RARE_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _scan_clean(text: str, path: str) -> tuple[dict[str, Any], list[ParseWarning]]:
+    """:func:`scan_stream` of a log that is valid UTF-8 and holds no NUL byte and no
+    line longer than :data:`MAX_LINE_BYTES`: one regular expression finds every key
+    line at once, and a value that is plainly whole JSON (the usual case) is decoded
+    by the C scanner ``json.loads`` runs, without its Python wrapping. Anything else
+    goes through the same checks as :meth:`_Scan.line`, with the same warnings."""
+    scan = _Scan(path)
+    cut = text.rfind("\n") + 1  # what follows the last line end was being written
+    body, tail = text[:cut], text[cut:]
+    scan.lines = body.count("\n") + (1 if tail else 0)
+    pairs = _LINE_RE_ALL.findall(body)
+    scan.key_lines = len(pairs)
+    # Conditions under which _decode_value's rarer checks cannot fire for any value,
+    # and _check_name's control characters cannot be in any name.
+    plain = (_CUT not in body and not _SURROGATE_ESCAPE.search(body)
+             and body.count("[") + body.count("{") <= MAX_DEPTH
+             and not _RARE_CONTROL.search(body))
+    record = scan.record
+    starts: list[int] = []
+    for index, (raw_name, raw_value) in enumerate(pairs):
+        name = raw_name.strip(_BLANK)
+        value_text = raw_value.strip(_BLANK)
+        if plain and name and value_text and "\t" not in name and "\r" not in name:
+            try:
+                value, end = _SCAN_ONCE(value_text, 0)
+            except (StopIteration, ValueError, RecursionError):
+                pass
+            else:
+                if end == len(value_text):  # whole JSON (the text has no outer blanks)
+                    record[name] = value
+                    continue
+        try:
+            _check_name(name)
+            record[name] = _decode_value(name, raw_value)
+        except _Skip as why:
+            if not starts:  # where each key line starts, for the line numbers of warnings
+                starts = [found.start() for found in _LINE_RE_ALL.finditer(body)]
+            scan.skipped(body.count("\n", 0, starts[index]) + 1, name, str(why))
+    if tail and tail.lstrip(" \t").startswith("_"):
+        scan.warn(scan.lines, "last line has no line end (cut while being written); dropped")
+    return scan.finish()
+
+
 def scan_bytes(data: bytes, path: str = "<bytes>") -> tuple[dict[str, Any], list[ParseWarning]]:
-    """Read a log held in memory (see :func:`scan_stream`)."""
+    """Read a log held in memory (see :func:`scan_stream`); the same record and
+    warnings, several times faster for the usual log (valid UTF-8, no NUL bytes)."""
+    if len(data) <= MAX_LINE_BYTES and b"\x00" not in data:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return _scan_clean(text, path)
     return scan_stream(io.BytesIO(data), path)

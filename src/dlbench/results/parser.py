@@ -9,6 +9,10 @@ Problems come back as :class:`ParseWarning` values for the caller to show, and a
 damaged value is never read as a whole one; only a path that does not exist is an
 error.
 
+Many logs are read in parallel, one worker process per core, and
+:func:`iter_logs` hands their records over one by one in file order, so that a caller
+writing them out never holds them all.
+
 Example::
 
     records, warnings = parse_logs(["runs/sweep1"], recursive=True)
@@ -19,20 +23,35 @@ Example::
 from __future__ import annotations
 
 import fnmatch
+import functools
 import gzip
+import multiprocessing
 import os
 import stat
-from collections.abc import Sequence
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 
 from dlbench.errors import ResultsError
-from dlbench.results.logscan import ParseWarning, scan_stream
+from dlbench.results.logscan import MAX_LINE_BYTES, ParseWarning, scan_bytes, scan_stream
+from dlbench.results.memory import no_cyclic_gc
 
-__all__ = ["LOG_PATTERNS", "ParseWarning", "parse_log", "parse_logs"]
+__all__ = ["LOG_PATTERNS", "ParseWarning", "iter_logs", "iter_logs_as", "parse_log",
+           "parse_logs", "stream_logs"]
 
 #: The files a directory contributes: plain and gzip-compressed logs.
 LOG_PATTERNS = ("*.log", "*.log.gz")
+
+#: Fewer logs than this are read in this process: starting workers costs more.
+PARALLEL_MIN_FILES = 256
+
+#: Logs a worker reads per task: enough to pay for the round trip, few enough to
+#: keep every worker busy to the end.
+_TASK_FILES = 64
+
+Parsed = tuple[dict[str, Any], list[ParseWarning]]
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -50,6 +69,9 @@ def _read_log(path: Path) -> tuple[dict[str, Any], list[ParseWarning]]:
         if not stat.S_ISREG(mode):
             # Opening a FIFO would wait forever for a writer.
             return {}, [ParseWarning(str(path), 0, "not a regular file; skipped")]
+        if not path.name.endswith(".gz") and os.stat(path).st_size <= MAX_LINE_BYTES:
+            # Read whole: scan_bytes reads a clean log in one pass.
+            return scan_bytes(path.read_bytes(), str(path))
         with _open(path) as stream:
             return scan_stream(stream, str(path))
     except OSError as exc:
@@ -108,10 +130,139 @@ def _logs_in_directory(
     return sorted(found)
 
 
+_T = TypeVar("_T")
+
+
+def _keep(record: dict[str, Any]) -> dict[str, Any]:
+    return record
+
+
+def _read_logs(
+    paths: list[str], convert: Callable[[dict[str, Any]], _T]
+) -> list[tuple[_T, list[ParseWarning]]]:
+    converted = []
+    with no_cyclic_gc():
+        for path in paths:
+            record, warnings = _read_log(Path(path))
+            converted.append((convert(record), warnings))
+    return converted
+
+
+def _workers(jobs: int | None, files: int) -> int:
+    if jobs is None:
+        try:
+            jobs = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            jobs = os.cpu_count() or 1
+    return max(1, min(jobs, files // _TASK_FILES)) if files >= PARALLEL_MIN_FILES else 1
+
+
+def _read_in_parallel(
+    files: list[Path], jobs: int, convert: Callable[[dict[str, Any]], _T]
+) -> Iterator[tuple[_T, list[ParseWarning]]]:
+    tasks = [[str(p) for p in files[i:i + _TASK_FILES]] for i in range(0, len(files), _TASK_FILES)]
+    # fork where it is safe: the workers start in milliseconds, with this module loaded.
+    # A process with other threads (a framework's thread pools, which threading does not
+    # see, or a monitor) may deadlock a forked child: there, a fork server starts them.
+    methods = multiprocessing.get_all_start_methods()
+    threaded = threading.active_count() > 1 or any(
+        name in sys.modules for name in ("torch", "jax", "tensorflow", "onnxruntime"))
+    method = "fork" if "fork" in methods and not threaded else (
+        "forkserver" if "forkserver" in methods else None)
+    context = multiprocessing.get_context(method)
+    with context.Pool(jobs) as pool:
+        for converted in pool.imap(functools.partial(_read_logs, convert=convert), tasks):
+            yield from converted
+
+
+def iter_logs(
+    paths: Sequence[str | Path],
+    recursive: bool = False,
+    pattern: str | Sequence[str] = LOG_PATTERNS,
+    *,
+    jobs: int | None = None,
+    warnings: list[ParseWarning] | None = None,
+) -> Iterator[Parsed]:
+    """``(record, warnings)`` of each log :func:`parse_logs` reads, in its order, as
+    they are read; a record may be empty (a log with no key). Directories are listed
+    before the first is yielded; what listing them warns about is appended to
+    ``warnings`` (dropped when None). Many logs are read by ``jobs`` worker processes
+    (default: one per core this process may use).
+    """
+    return iter_logs_as(_keep, paths, recursive, pattern, jobs=jobs, warnings=warnings)
+
+
+def iter_logs_as(
+    convert: Callable[[dict[str, Any]], _T],
+    paths: Sequence[str | Path],
+    recursive: bool = False,
+    pattern: str | Sequence[str] = LOG_PATTERNS,
+    *,
+    jobs: int | None = None,
+    warnings: list[ParseWarning] | None = None,
+) -> Iterator[tuple[_T, list[ParseWarning]]]:
+    """:func:`iter_logs` with each record replaced by ``convert(record)``, computed
+    where the log is read: in the worker processes when there are several, so that
+    work such as encoding records as JSON is shared by the cores too. ``convert``
+    must be a module-level function (it is sent to the workers by name)."""
+    if isinstance(paths, (str, Path)):
+        raise TypeError("iter_logs takes a sequence of paths, not one path")
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if missing:
+        raise ResultsError(f"log path does not exist: {', '.join(missing)}")
+    patterns = (pattern,) if isinstance(pattern, str) else tuple(pattern)
+    listing: list[ParseWarning] = [] if warnings is None else warnings
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files.extend(_logs_in_directory(path, recursive, patterns, listing))
+        else:
+            files.append(path)
+    unique: list[Path] = []
+    seen: set[Path] = set()
+    for path in files:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    workers = _workers(jobs, len(unique))
+    if workers > 1:
+        return _read_in_parallel(unique, workers, convert)
+    return ((convert(record), found) for record, found in map(_read_log, unique))
+
+
+def stream_logs(
+    paths: Sequence[str | Path],
+    recursive: bool = False,
+    pattern: str | Sequence[str] = LOG_PATTERNS,
+    *,
+    on_warning: Callable[[ParseWarning], object],
+    jobs: int | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The records :func:`parse_logs` returns, one at a time as they are read, each
+    warning going to ``on_warning`` as soon as it is known (in :func:`parse_logs`'s
+    order). Nothing is read, and nothing raised, before the first record is asked for.
+
+    Example: ``write_records(stream_logs(["runs"], on_warning=print), "all.jsonl")``.
+    """
+    listing: list[ParseWarning] = []
+    parsed = iter_logs(paths, recursive, pattern, jobs=jobs, warnings=listing)
+    for warning in listing:
+        on_warning(warning)
+    for record, warnings in parsed:
+        for warning in warnings:
+            on_warning(warning)
+        if record:
+            yield record
+
+
 def parse_logs(
     paths: Sequence[str | Path],
     recursive: bool = False,
     pattern: str | Sequence[str] = LOG_PATTERNS,
+    *,
+    jobs: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[ParseWarning]]:
     """Read log files and directories of them into records, one per log with any key.
 
@@ -122,31 +273,17 @@ def parse_logs(
     is read once. A path that does not exist raises ``ResultsError`` before anything
     is read; everything else (unreadable files, damaged lines, logs with no keys) is
     a warning, and never costs the records of the other files. A record without its
-    worker's closing status gets ``exp.status`` ``incomplete`` and a warning.
+    worker's closing status gets ``exp.status`` ``incomplete`` and a warning. Many
+    logs are read in parallel (``jobs``, see :func:`iter_logs`).
     """
     if isinstance(paths, (str, Path)):
         raise TypeError("parse_logs takes a sequence of paths, not one path")
-    missing = [str(p) for p in paths if not Path(p).exists()]
-    if missing:
-        raise ResultsError(f"log path does not exist: {', '.join(missing)}")
-    patterns = (pattern,) if isinstance(pattern, str) else tuple(pattern)
     warnings: list[ParseWarning] = []
-    files: list[Path] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            files.extend(_logs_in_directory(path, recursive, patterns, warnings))
-        else:
-            files.append(path)
     records: list[dict[str, Any]] = []
-    seen: set[Path] = set()
-    for path in files:
-        key = path.resolve()
-        if key in seen:
-            continue
-        seen.add(key)
-        record, file_warnings = _read_log(path)
-        warnings.extend(file_warnings)
-        if record:
-            records.append(record)
+    with no_cyclic_gc():
+        for record, file_warnings in iter_logs(paths, recursive, pattern, jobs=jobs,
+                                               warnings=warnings):
+            warnings.extend(file_warnings)
+            if record:
+                records.append(record)
     return records, warnings

@@ -246,13 +246,21 @@ def select_records(
         raise ResultsError(f"{source} holds no records")
     selected = filter_records(records, query)
     if not selected:
-        existing = distinct_values(records, list(query))
-        hints = "; ".join(
-            f"{key}: {', '.join(map(str, values)) or '(absent everywhere)'}"
-            for key, values in existing.items()
-        )
-        raise ResultsError(
-            f"{flag} {json.dumps(query)} matches none of the {len(records)} record(s) of "
-            f"{source}; values that exist: {hints}"
-        )
+        raise no_match_error(query, flag, source, records, distinct_values(records, list(query)))
     return selected
+
+
+def no_match_error(
+    query: Mapping[str, Any], flag: str, source: str, records: Sequence[Mapping[str, Any]],
+    existing: Mapping[str, Sequence[Any]],
+) -> ResultsError:
+    """The error of a query that matched none of ``records``, with the values its keys
+    do take (``existing``, from :func:`distinct_values`)."""
+    hints = "; ".join(
+        f"{key}: {', '.join(map(str, values)) or '(absent everywhere)'}"
+        for key, values in existing.items()
+    )
+    return ResultsError(
+        f"{flag} {json.dumps(query)} matches none of the {len(records)} record(s) of "
+        f"{source}; values that exist: {hints}"
+    )

@@ -1,63 +1,74 @@
-"""The results store of a run directory: one SQLite file, one row per experiment.
+"""The results store of a run directory: one SQLite file, a column per key.
 
 SQLite because a run can last days and be killed at any moment: every ``put`` is
 one transaction, so the store holds each experiment either whole or not at all, and
 WAL mode with a busy timeout lets several runner processes (one per node, or a
 resumed run next to a report) share the file.
 
+The layout is columnar (:mod:`dlbench.results.store_columns`): each key has a narrow
+table of its typed scalar values and, apart, one of its lists and dicts, so that a
+query reads only the keys it names, in SQL (:mod:`dlbench.results.query_sql`), and a
+report that needs scalars never reads ``results.time_data``. Which keys a record
+has, in which order, is its *shape*, shared by the records of a sweep.
+
 Format history (``meta.format_version``):
 
 1. ``experiments(id TEXT PRIMARY KEY, seq INTEGER UNIQUE, status TEXT, updated TEXT,
    record TEXT)``; ``seq`` keeps first-insertion order, ``record`` is the JSON record.
+2. ``experiments(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, status, updated, shape)``,
+   ``keys(id, name, kinds, first, constant)``, ``shapes(id, keys)`` (the JSON list of
+   key ids in record order), ``v_<key id>(seq, v)`` and ``s_<key id>(seq, v)``. A
+   version 1 store is converted when it is opened, in one transaction.
 
 Example::
 
     with Store.in_directory("runs/sweep1") as store:
         store.put({"exp.id": "a1b2", "exp.status": "ok", "results.time": 41.7})
-        print(store.statuses())
+        fast = store.records(where={"results.time": {"$lt": 50}}, series=False)
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
-from datetime import datetime, timezone
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from dlbench.errors import ResultsError
+from dlbench.results import query_sql
+from dlbench.results.store_read import Reader
+from dlbench.results.store_write import Writer
 
 STORE_FILENAME = "results.sqlite"
 
 #: The newest store format this code reads and writes (see the module's history).
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 #: How long a writer waits for another process's transaction before giving up.
 _BUSY_TIMEOUT_S = 60.0
 
+#: Format 1 records converted per batch when a store is upgraded.
+_MIGRATE_CHUNK = 5_000
+
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS experiments (
-    id TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL UNIQUE,
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE experiments (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
     status TEXT,
     updated TEXT NOT NULL,
-    record TEXT NOT NULL
+    shape INTEGER NOT NULL
 );
-"""
-
-# seq is explicit (not rowid) because VACUUM may renumber rowids; computing it inside
-# the INSERT keeps it atomic with the row under SQLite's single-writer lock.
-_UPSERT = """
-INSERT INTO experiments (id, seq, status, updated, record)
-VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM experiments), ?, ?, ?)
-ON CONFLICT(id) DO UPDATE SET
-    status = excluded.status, updated = excluded.updated, record = excluded.record
+CREATE TABLE keys (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    kinds INTEGER NOT NULL DEFAULT 0,
+    first,
+    constant INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE shapes (id INTEGER PRIMARY KEY, keys TEXT NOT NULL UNIQUE)
 """
 
 
@@ -84,6 +95,7 @@ class Store:
             )
         except sqlite3.Error as exc:
             raise ResultsError(f"cannot open results store {self.path}: {exc}") from exc
+        self._writer = Writer(self._db)
         try:
             self._initialise()
         except sqlite3.OperationalError as exc:
@@ -98,18 +110,30 @@ class Store:
         except ResultsError:
             self._db.close()
             raise
+        query_sql.register(self._db)
+        self._reader = Reader(self._db, self.path)
 
     @classmethod
     def in_directory(cls, run_dir: str | Path, *, create: bool = True) -> Store:
         """Open (or create) the store of a run directory, ``run_dir/results.sqlite``."""
         return cls(Path(run_dir) / STORE_FILENAME, create=create)
 
+    # ------------------------------------------------------------ opening
+
     def _tables(self) -> set[str]:
         rows = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         return {row[0] for row in rows}
 
+    def _version(self) -> int:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
+        if row is None or not str(row[0]).isdigit():
+            raise ResultsError(f"results store {self.path} has no format_version")
+        return int(row[0])
+
     def _initialise(self) -> None:
         self._db.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+        # The selections of filtered reads are temporary tables: keep them in memory.
+        self._db.execute("PRAGMA temp_store = MEMORY")
         tables = self._tables()
         if not tables:
             self._create_schema()
@@ -118,15 +142,14 @@ class Store:
                 f"{self.path} is an SQLite database but not a dlbench results store "
                 f"(it has tables {', '.join(sorted(tables))})"
             )
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
-        version = int(row[0]) if row is not None and str(row[0]).isdigit() else None
-        if version is None:
-            raise ResultsError(f"results store {self.path} has no format_version")
+        version = self._version()
         if version > FORMAT_VERSION:
             raise ResultsError(
                 f"results store {self.path} has format version {version}; this dlbench "
                 f"reads versions up to {FORMAT_VERSION}: upgrade dlbench"
             )
+        if version < FORMAT_VERSION:
+            self._migrate()
 
     def _create_schema(self) -> None:
         # WAL is a property of the file, set once here. On file systems without
@@ -135,21 +158,55 @@ class Store:
         self._db.execute("PRAGMA journal_mode = WAL")
         # IMMEDIATE takes the write lock first, so two runners creating the same
         # store at once do not both create it; the loser finds the tables made.
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             if not self._tables():
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('format_version', ?)",
-                    (str(FORMAT_VERSION),),
-                )
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
+                self._make_tables()
+
+    def _make_tables(self) -> None:
+        for statement in _SCHEMA.split(";"):
+            self._db.execute(statement)
+        self._db.execute(
+            "INSERT INTO meta (key, value) VALUES ('format_version', ?)", (str(FORMAT_VERSION),)
+        )
+
+    def _migrate(self) -> None:
+        """Convert a version 1 store (whole JSON records) to this layout, in one
+        transaction: a reader sees the old store or the new one, never half of each.
+        The old records are read a chunk at a time, so memory stays bounded."""
+        try:
+            with self._transaction():
+                if self._version() != 1:
+                    return  # another process converted it while we waited for the lock
+                self._db.execute("ALTER TABLE experiments RENAME TO experiments_v1")
+                self._db.execute("DROP TABLE meta")
+                self._make_tables()
+                cursor = self._db.cursor()  # its own cursor: the writer uses the connection
+                cursor.execute("SELECT id, updated, record FROM experiments_v1 ORDER BY seq")
+                while rows := cursor.fetchmany(_MIGRATE_CHUNK):
+                    self._writer.write([self._v1_record(exp_id, text) for exp_id, _, text in rows],
+                                       [updated for _, updated, _ in rows])
+                self._db.execute("DROP TABLE experiments_v1")
+        except sqlite3.OperationalError as exc:
+            raise ResultsError(
+                f"results store {self.path} has format version 1 and could not be converted "
+                f"to version {FORMAT_VERSION} ({exc}); open it once where it is writable"
+            ) from exc
+
+    def _v1_record(self, exp_id: str, text: str) -> dict[str, Any]:
+        try:
+            record = json.loads(text)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            raise ResultsError(f"{self.path}: experiment {exp_id} has a corrupt record; the "
+                               "store (format version 1) was left as it was")
+        record["exp.id"] = exp_id  # the row's id is the one it was stored as
+        return record
+
+    # ------------------------------------------------------------ writing
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self)
 
     def put(self, record: Mapping[str, Any]) -> None:
         """Insert or replace the experiment ``record["exp.id"]``, in one transaction.
@@ -157,39 +214,35 @@ class Store:
         A replaced experiment keeps its original position in :meth:`records`.
         A record without a non-empty string ``exp.id`` raises ``ValueError`` (a bug).
         """
-        exp_id = record.get("exp.id")
-        if not isinstance(exp_id, str) or not exp_id:
-            raise ValueError(f"a stored record needs a non-empty string exp.id, got {exp_id!r}")
-        status = record.get("exp.status")
-        text = json.dumps(dict(record))
-        updated = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        try:
-            # One statement in autocommit mode is one transaction: all of the row or none.
-            self._db.execute(
-                _UPSERT, (exp_id, None if status is None else str(status), updated, text)
-            )
-        except sqlite3.Error as exc:
-            raise ResultsError(f"cannot write experiment {exp_id} to {self.path}: {exc}") from exc
+        self.put_many([record])
 
-    def _decode(self, exp_id: str, text: str) -> dict[str, Any]:
+    def put_many(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Insert or replace several experiments in one transaction (all or none), as
+        :meth:`put` would one by one; much faster than that for many records."""
+        latest: dict[str, Mapping[str, Any]] = {}
+        for record in records:
+            exp_id = record.get("exp.id")
+            if not isinstance(exp_id, str) or not exp_id:
+                raise ValueError(
+                    f"a stored record needs a non-empty string exp.id, got {exp_id!r}")
+            # Later wins, at the position of the first (what put() one by one does).
+            latest[exp_id] = record
+        if not latest:
+            return
+        first = next(iter(latest))
         try:
-            record = json.loads(text)
-        except ValueError as exc:
-            raise ResultsError(f"{self.path}: experiment {exp_id} has a corrupt record") from exc
-        if not isinstance(record, dict):
-            raise ResultsError(f"{self.path}: experiment {exp_id} has a corrupt record")
-        return record
-
-    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        try:
-            return self._db.execute(sql, params).fetchall()
+            with self._transaction():
+                self._writer.write(list(latest.values()))
         except sqlite3.Error as exc:
-            raise ResultsError(f"cannot read results store {self.path}: {exc}") from exc
+            which = f"experiment {first}" if len(latest) == 1 else f"{len(latest)} experiments"
+            raise ResultsError(f"cannot write {which} to {self.path}: {exc}") from exc
+
+    # ------------------------------------------------------------ reading
 
     def get(self, exp_id: str) -> dict[str, Any] | None:
         """The record of experiment ``exp_id``, or ``None`` when it is not stored."""
-        rows = self._query("SELECT record FROM experiments WHERE id = ?", (exp_id,))
-        return self._decode(exp_id, rows[0][0]) if rows else None
+        found = self._reader.records(exp_id=exp_id)
+        return found[0] if found else None
 
     def statuses(self) -> dict[str, str]:
         """``exp.id → exp.status`` for every stored experiment that has a status.
@@ -197,18 +250,38 @@ class Store:
         A record stored without ``exp.status`` (its worker was killed) is left out,
         so a resumed run treats it as not done.
         """
-        rows = self._query(
-            "SELECT id, status FROM experiments WHERE status IS NOT NULL ORDER BY seq"
-        )
+        rows = self._reader.query(
+            "SELECT id, status FROM experiments WHERE status IS NOT NULL ORDER BY seq")
         return {exp_id: status for exp_id, status in rows}
 
-    def records(self) -> list[dict[str, Any]]:
-        """Every stored record, in the order experiments were first stored."""
-        rows = self._query("SELECT id, record FROM experiments ORDER BY seq")
-        return [self._decode(exp_id, text) for exp_id, text in rows]
+    def records(
+        self,
+        *,
+        where: Mapping[str, Any] | None = None,
+        keys: Collection[str] | None = None,
+        series: bool | Collection[str] = True,
+    ) -> list[dict[str, Any]]:
+        """The stored records, in the order experiments were first stored.
+
+        ``where``: only the records matching this query (:func:`~dlbench.results.query.
+        parse_query`), selected in SQL. ``keys``: only these keys of each record (all
+        when None). ``series``: whether list and dict values (``results.time_data``,
+        monitor series) come back: all (True), none (False), or only those named (a
+        name ending in ``*`` names every key it starts: ``"exp.*"``). What is not
+        asked for is not read.
+        """
+        return self._reader.records(where=where, keys=keys, series=series)
+
+    def count(self, where: Mapping[str, Any] | None = None) -> int:
+        """How many stored records match ``where`` (all of them when None)."""
+        return self._reader.count(where)
+
+    def keys(self) -> list[str]:
+        """Every key some stored record has, in the order they were first stored."""
+        return [row[0] for row in self._reader.query("SELECT name FROM keys ORDER BY id")]
 
     def __len__(self) -> int:
-        return int(self._query("SELECT COUNT(*) FROM experiments")[0][0])
+        return self.count()
 
     def close(self) -> None:
         """Close the connection; the file stays consistent whether or not this is called."""
@@ -224,3 +297,28 @@ class Store:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back (and the store's caches of the
+    catalogue dropped) when anything inside raises."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def __enter__(self) -> None:
+        self.store._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        db = self.store._db
+        if exc_type is None:
+            db.execute("COMMIT")
+            return
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        self.store._writer.forget_caches()

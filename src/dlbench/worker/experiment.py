@@ -9,6 +9,7 @@ to what it had reached.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -23,12 +24,17 @@ from dlbench.backends.base import Backend, load_backend
 from dlbench.errors import WorkerError
 from dlbench.measure.monitor import ResourceMonitor
 from dlbench.measure.peak import lookup_peak
+from dlbench.measure.scenario import run_scenario
 from dlbench.measure.stability import verdict
 from dlbench.measure.stats import rank_results, step_times, summarize_times, throughput
 from dlbench.measure.sysinfo import host_info, split_cores
 from dlbench.measure.timing import AutoStop, AutoWarmup, Timing, run_batches
 from dlbench.results.logfile import LOG_FILE_ENV, LogWriter
 from dlbench.results.progress import FAILURE_KIND_KEY, where_text
+from dlbench.worker.accuracy import train_to_accuracy
+from dlbench.worker.autobatch import find_largest_batch
+from dlbench.worker.extras import measure_memory, profile_window
+from dlbench.worker.generate import generate_results
 from dlbench.worker.progress import (
     ProgressWriter,
     batch_in_traceback,
@@ -147,6 +153,69 @@ def _monitor_results(
     return summary
 
 
+def _auto_batch(params: Mapping[str, Any], log: LogWriter) -> dict[str, Any]:
+    """``exp.replica_batch=auto``: find the largest batch that runs (every probe goes to
+    the log) and return the parameters with it; the log's later ``exp.replica_batch`` and
+    ``exp.effective_batch`` lines replace the ``auto`` written first."""
+    batch, probes = find_largest_batch(backend_params(params))
+    found = {**params, "exp.replica_batch": batch,
+             "exp.effective_batch": batch * int(params["exp.num_replicas"])}
+    log.write_many({"exp.replica_batch": batch, "exp.effective_batch": found["exp.effective_batch"],
+                    "results.auto_batch": batch, "results.auto_batch_probes": probes})
+    return found
+
+
+def _scenario_results(
+    params: Mapping[str, Any], backend: Backend, progress: ProgressWriter, mark: Any,
+) -> dict[str, Any]:
+    """``exp.scenario`` other than ``batch``: warm-up, then the load generator issues
+    queries (measure.scenario); each query is one step of the backend's batch, done on
+    the device before the query counts as answered."""
+    warmup, _ = policies(params)
+    progress.enter("warmup")
+    warm = run_batches(backend.step, backend.synchronize, warmup, 0)
+    steps = itertools.count(warm.num_warmup)
+
+    def serve(samples: int) -> None:  # a short batch is served as a full one (padding)
+        backend.step(next(steps))
+        backend.synchronize()
+
+    progress.enter("timed")
+    mark("timed_start")
+    results = run_scenario(params, serve)
+    mark("timed_end")
+    progress.enter("finish")
+    unit, per_sample = backend.throughput_unit()
+    results["results.throughput"] = float(results["results.throughput"]) * per_sample
+    results["results.throughput_unit"] = unit
+    results.update(backend.finish(next(steps)))
+    return results
+
+
+def _timed_results(
+    params: Mapping[str, Any], backend: Backend, environment: Mapping[str, Any],
+    progress: ProgressWriter, mark: Any, log_path: str,
+) -> dict[str, Any]:
+    """Warm-up and timed batches, then (untimed) the profiling window and the memory
+    breakdown; the ``results.*`` of all of them."""
+    warmup, stop = policies(params)
+    progress.enter("warmup")
+    progress.start()
+    try:
+        timing = run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark)
+    finally:
+        progress.stop()
+    progress.enter("finish")
+    steps = timing.num_warmup + len(timing.times_ms)
+    extra = profile_window(params, backend, steps, log_path)
+    extra.update(measure_memory(params, backend))
+    extra.update(backend.finish(steps))
+    rank_times = backend.gather_times(timing.times_ms)
+    results = _results(params, timing, backend, environment, rank_times)
+    results.update(extra)
+    return results
+
+
 def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
     """Run the experiment described by ``params``, writing everything to ``log``.
 
@@ -175,24 +244,25 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
 
     try:
         progress.enter("setup")
+        if params["exp.replica_batch"] == AUTO:
+            params = _auto_batch(params, log)
         backend = load_backend(backend_params(params))
         backend.setup()
         own_environment = backend.environment()
         log.write_many(own_environment)
         environment = {**host, **own_environment}
         sys.stdout.flush()
-        warmup, stop = policies(params)
-        progress.enter("warmup")
-        progress.start()
-        try:
-            timing = run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark)
-        finally:
-            progress.stop()
-        progress.enter("finish")
-        extra = backend.finish(timing.num_warmup + len(timing.times_ms))
-        rank_times = backend.gather_times(timing.times_ms)
-        results = _results(params, timing, backend, environment, rank_times)
-        results.update(extra)
+        if params["exp.phase"] == "train_to_accuracy":
+            progress.enter("timed")
+            results, steps = train_to_accuracy(params, backend)
+            progress.enter("finish")
+            results.update(backend.finish(steps))
+        elif params["exp.phase"] == "generate":  # timed token by token: worker/generate.py
+            results = generate_results(params, backend, policies(params), progress, mark)
+        elif params["exp.scenario"] != "batch":
+            results = _scenario_results(params, backend, progress, mark)
+        else:
+            results = _timed_results(params, backend, environment, progress, mark, str(log.path))
     except Exception as error:  # any failure is this experiment's, reported in its log
         traceback.print_exc()
         sys.stderr.flush()
@@ -215,7 +285,8 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
     if monitor is not None:
         log.write_many(monitor.series())
         results.update(_monitor_results(params, monitor, results))
-    results.update(verdict(params, results))
+    if params["exp.phase"] != "train_to_accuracy":  # no batch times to judge
+        results.update(verdict(params, results))
     log.write_many(results)
     log.write("results.end_time", _now())
     log.write("exp.status", "ok")

@@ -6,7 +6,16 @@ batch the timing loop is on every :data:`PROGRESS_SECONDS`, only when it changed
 The thread reads the loop's own ``index`` from the main thread's frames, so the timed
 loop does no extra work per batch: nothing is called, stored or written inside it.
 When the worker is killed (a signal, the kernel's out-of-memory killer, a segfault)
-the runner reads the last progress line and says where it died.
+the runner reads the last progress line and says where it died; while the worker
+runs, the runner shows the lines as a live status and moves an ``auto`` timeout.
+
+Each value also says how far the phase has to go and how long it has run (the fields
+are listed in :mod:`dlbench.results.progress`). What that needs is read once per
+phase, when the main thread enters it, from the frames of its caller: the
+experiment's ``params`` (batch counts, ``exp.effective_batch``), its ``backend``
+(the throughput unit) and the timing loop's ``num_warmup`` (where the timed batches
+start). Nothing is added to the experiment's code or to the timing loop for it; a
+caller without them (a test) gets the phase and batch only.
 
 It also tells an out-of-memory error from other errors
 (:func:`is_out_of_memory`), and says how much memory the process held
@@ -18,13 +27,17 @@ from __future__ import annotations
 import resource
 import sys
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from types import FrameType, TracebackType
 from typing import Any
 
 from dlbench.measure import timing
 from dlbench.results.logfile import LogWriter
 from dlbench.results.progress import PROGRESS_KEY
+
+#: The word that asks for an automatic batch count.
+AUTO = "auto"
 
 #: Seconds between two looks at the batch the timing loop is on.
 PROGRESS_SECONDS = 2.0
@@ -96,6 +109,54 @@ def peak_rss_text() -> str:
     raise AssertionError("unreachable")
 
 
+def _find_local(frame: FrameType | None, name: str, accept: Callable[[Any], bool]) -> Any:
+    """The first local ``name`` that ``accept`` takes, from ``frame`` outwards; None."""
+    while frame is not None:
+        value = frame.f_locals.get(name)
+        if value is not None and accept(value):
+            return value
+        frame = frame.f_back
+    return None
+
+
+def _is_params(value: Any) -> bool:
+    return isinstance(value, Mapping) and "exp.num_batches" in value
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def phase_plan(phase: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What ``phase`` will run, as ``results.progress`` says it: ``total`` (a fixed
+    count), ``max`` (the most batches of an ``auto`` warm-up) or ``max_seconds`` (the
+    most seconds of ``auto`` timed batches); empty when unknown."""
+    if params is None or phase not in ("warmup", "timed"):
+        return {}
+    try:
+        if phase == "warmup":
+            if params["exp.num_warmup_batches"] == AUTO:
+                return {"max": int(params["exp.max_warmup_batches"])}
+            return {"total": int(params["exp.num_warmup_batches"])}
+        if params["exp.num_batches"] == AUTO:
+            return {"max_seconds": float(params["exp.max_duration"])}
+        return {"total": int(params["exp.num_batches"])}
+    except (KeyError, TypeError, ValueError):  # a partial set of parameters: say less
+        return {}
+
+
+def samples_per_batch(params: Mapping[str, Any] | None, backend: Any) -> tuple[float, str] | None:
+    """What one timed batch processes in the backend's throughput unit (samples times
+    the unit's per-sample count, as ``results.throughput`` counts it), and the unit."""
+    if params is None or backend is None:
+        return None
+    try:
+        unit, per_sample = backend.throughput_unit()
+        return int(params["exp.effective_batch"]) * float(per_sample), str(unit)
+    except Exception:  # a backend that cannot say yet: no throughput so far, no failure
+        return None
+
+
 class ProgressWriter:
     """Writes the worker's phase at each change, and the loop's batch at a low rate."""
 
@@ -108,30 +169,63 @@ class ProgressWriter:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._began = time.monotonic()  # when the phase began
+        self._plan: dict[str, Any] = {}  # the phase's totals (phase_plan)
+        self._first: int | None = None  # the phase's first batch index, when known
+        self._per_batch: tuple[float, str] | None = None  # samples_per_batch
 
     def enter(self, phase: str, batch: int | None = None) -> None:
-        """Note that the worker now runs ``phase`` (one of :data:`PHASE_NAMES`)."""
-        self.phase = phase
-        self._write(batch)
+        """Note that the worker now runs ``phase`` (one of :data:`PHASE_NAMES`); called
+        on the main thread, whose caller's frames say what the phase will run."""
+        caller = sys._getframe(1)
+        params = _find_local(caller, "params", _is_params)
+        with self._lock:
+            self.phase = phase
+            self._began = time.monotonic()
+            self._plan = phase_plan(phase, params)
+            self._first = 0 if phase == "warmup" else None
+            if phase == "timed":
+                self._first = _find_local(caller, "num_warmup", _is_count)
+                if self._per_batch is None:
+                    backend = _find_local(caller, "backend",
+                                          lambda b: hasattr(b, "throughput_unit"))
+                    self._per_batch = samples_per_batch(params, backend)
+            self._write(batch)
+
+    def value(self, batch: int | None) -> dict[str, Any]:
+        """The ``results.progress`` value of the current phase at ``batch``."""
+        value: dict[str, Any] = {"phase": self.phase,
+                                 "elapsed": round(time.monotonic() - self._began, 3)}
+        if batch is not None:
+            value["batch"] = batch
+        if self._first is not None:  # on entering the phase (no batch yet), none done
+            done = max(0, batch - self._first) if batch is not None else 0
+            value["done"] = done
+            value.update(self._plan)
+            if self.phase == "timed" and self._per_batch is not None:
+                value["samples"] = done * self._per_batch[0]
+                value["unit"] = self._per_batch[1]
+        return value
 
     def _write(self, batch: int | None) -> None:
-        with self._lock:
-            if (self.phase, batch) == self._written:
-                return
-            value: dict[str, Any] = {"phase": self.phase}
-            if batch is not None:
-                value["batch"] = batch
-            self.log.write(PROGRESS_KEY, value)
-            self._written = (self.phase, batch)
+        # Called with the lock held, so that a phase change and a look at the loop
+        # never interleave (a warm-up batch written under the timed phase).
+        if (self.phase, batch) == self._written:
+            return
+        self.log.write(PROGRESS_KEY, self.value(batch))
+        self._written = (self.phase, batch)
 
     def current(self) -> dict[str, Any]:
         """The phase, and the batch the timing loop is on if it is running."""
         value: dict[str, Any] = {"phase": self.phase}
-        frame = sys._current_frames().get(self._main or 0)
-        batch = batch_in_frames(_stack(frame))
+        batch = self._batch()
         if batch is not None:
             value["batch"] = batch
         return value
+
+    def _batch(self) -> int | None:
+        frame = sys._current_frames().get(self._main or 0)
+        return batch_in_frames(_stack(frame))
 
     def _run(self) -> None:
         # Early looks come faster (0.1 s, doubling up to the interval), so that a
@@ -139,8 +233,9 @@ class ProgressWriter:
         wait = min(0.1, self.interval)
         while not self._stop.wait(wait):
             wait = min(wait * 2, self.interval)
-            if self.phase in ("warmup", "timed"):
-                self._write(self.current().get("batch"))
+            with self._lock:
+                if self.phase in ("warmup", "timed"):
+                    self._write(self._batch())
 
     def start(self) -> None:
         """Start looking at the timing loop every ``interval`` seconds."""

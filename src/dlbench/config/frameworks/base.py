@@ -3,9 +3,10 @@
 A :class:`FrameworkInfo` is a framework's declaration: its id and title, the backend
 module that implements it (imported only in the worker), what it needs installed,
 its parameters (with the shared knobs of :mod:`dlbench.config.params` it supports),
-the checks of an experiment only it needs, and where its device query lives. Each
-framework's declaration is a module of this package; the plan, the launcher and
-the CLI ask the declaration, never the framework's name.
+the checks of an experiment only it needs, and where its device query lives. A
+module declares a framework as its ``FRAMEWORK``, read by :func:`load_declaration`
+from the module's path (the registration lines of :mod:`dlbench.config.frameworks`);
+the plan, the launcher and the CLI ask the declaration, never the framework's name.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.config.params import Param
+from dlbench.plugins import load_attribute
 
 #: How a check refers to a parameter in its message: ``name=value (from source)``.
 Shown = Callable[[str], str]
@@ -34,7 +36,10 @@ class FrameworkInfo:
 
     id: str
     title: str
-    module: str  # implements dlbench.backends.base.Backend; imported only in the worker
+    # The module whose BACKEND (a dlbench.backends.base.Backend) runs it, imported only
+    # in the worker: a backend module of its own, or the declaration's module itself
+    # (`module=__name__`: a framework in one module).
+    module: str
     requires: tuple[str, ...]  # importable top-level packages it needs
     install_hint: str  # what to run when a requirement is missing
     phases: tuple[str, ...] = ("training", "inference")
@@ -58,6 +63,12 @@ class FrameworkInfo:
     dtype_note: str = ""
     # Its checks of an experiment beyond the shared ones; None: none.
     check: Check | None = None
+    #: The exp.profile values its backend runs besides ``none`` (``torch``, ``nsys``...);
+    #: the plan refuses any other (docs/profiling.md).
+    profilers: tuple[str, ...] = ()
+    #: Its step is simulated and runs no model: labels show ``fake(resnet50)``, never a
+    #: bare model id that would pass for a real measurement.
+    simulated: bool = False
     # `module:function` listing the devices it sees, imported only in a child process
     # of `dlbench help --frameworks`; empty: it does not say.
     devices: str = ""
@@ -87,3 +98,18 @@ class FrameworkInfo:
         'x.threads'
         """
         return next((p.name for p in self.params if p.knob == knob), None)
+
+
+def load_declaration(module: str) -> FrameworkInfo:
+    """The framework that the module ``module`` (a dotted path) declares as its
+    ``FRAMEWORK``, importing the module now. ``TypeError`` when ``FRAMEWORK`` is not
+    a :class:`FrameworkInfo`; a module that cannot be imported, or declares none,
+    raises its own ``ImportError`` or ``AttributeError``.
+
+    >>> load_declaration("dlbench.config.frameworks.fake").title
+    'Fake workload'
+    """
+    info = load_attribute(f"{module}:FRAMEWORK")
+    if not isinstance(info, FrameworkInfo):
+        raise TypeError(f"{module}.FRAMEWORK is a {type(info).__name__}, not a FrameworkInfo")
+    return info

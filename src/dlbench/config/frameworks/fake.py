@@ -9,6 +9,7 @@ FRAMEWORK = FrameworkInfo(
     id="fake",
     title="Fake workload",
     module="dlbench.backends.fake",
+    simulated=True,
     requires=(),
     install_hint="",
     data_parallel="torchrun",
@@ -30,6 +31,14 @@ FRAMEWORK = FrameworkInfo(
         Param("fake.memory_mb", "int", 0,
               "MiB the fake workload allocates (and touches) at set-up and holds until the "
               "end.", minimum=0),
+        Param("fake.sample_memory_mb", "float", 0.0,
+              "MiB the fake workload allocates per sample of exp.replica_batch at set-up, "
+              "beside fake.memory_mb.", minimum=0),
+        Param("fake.memory_cap_mb", "float", 0.0,
+              "Memory the fake device holds, MiB: a set-up that needs more (fake.memory_mb "
+              "plus the batch's) runs out of memory (a MemoryError). 0: no cap. The largest "
+              "batch that fits is (cap - fake.memory_mb) / fake.sample_memory_mb.",
+              minimum=0),
         Param("fake.failure", "str", "none",
               "Failure to inject at batch fake.failure_batch: `exception` (a Python error), "
               "`exit` (exit status 3), `signal` (SIGKILL itself), `hang` (stops responding), "

@@ -14,6 +14,8 @@ FRAMEWORK = FrameworkInfo(
     install_hint="pip install dlbench[jax]",
     description="JAX with Flax models and Optax optimizers; jit-compiled steps.",
     data_parallel="in_process",
+    # jax.profiler in the worker (dlbench.backends.jax_extras).
+    profilers=("jax",),
     devices="dlbench.backends.jax_backend:available_devices",
     # every model whose zoo entry names a jax builder (dlbench.config.zoo)
     builders=zoo_builders("jax"),

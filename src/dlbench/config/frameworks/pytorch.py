@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-from dlbench.config.frameworks.base import FrameworkInfo
+from collections.abc import Mapping
+from typing import Any
+
+from dlbench.config.frameworks.base import FrameworkInfo, Shown
 from dlbench.config.params import COMPILE, DOCKER_IMAGE, OPTIMIZER, SEED, THREADS, Param
 from dlbench.config.zoo import zoo_builders
+from dlbench.errors import ConfigError
+
+
+def check(values: Mapping[str, Any], shown: Shown) -> None:
+    """What PyTorch's generation loop (``backends/pytorch_generate.py``) does not run."""
+    if values["exp.phase"] == "generate" and values["pytorch.compile"]:
+        # The decoding loop runs its own forward (with the KV cache), not the
+        # compiled module.
+        raise ConfigError(f"{shown('pytorch.compile')} is not supported with "
+                          f"exp.phase=generate yet; use pytorch.compile=false")
+
 
 FRAMEWORK = FrameworkInfo(
     id="pytorch",
@@ -13,10 +27,15 @@ FRAMEWORK = FrameworkInfo(
     requires=("torch",),
     install_hint="pip install torch",
     data_parallel="torchrun",
+    phases=("training", "inference", "train_to_accuracy", "generate"),
+    # torch.profiler in the worker; nsys and ncu wrap the worker, which opens their
+    # window with cudaProfilerStart/Stop.
+    profilers=("torch", "nsys", "ncu"),
     description="PyTorch eager (optionally torch.compile) on CPU or CUDA.",
     devices="dlbench.backends.pytorch:available_devices",
     # every model whose zoo entry names a pytorch builder (dlbench.config.zoo)
     builders=zoo_builders("pytorch"),
+    check=check,
     params=(
         THREADS.param("pytorch.num_threads",
                       "Intra-op CPU threads (torch.set_num_threads); 0 keeps PyTorch's default."),
@@ -31,6 +50,10 @@ FRAMEWORK = FrameworkInfo(
               "Let cuDNN pick the fastest convolution algorithms (CUDA only)."),
         SEED.param("pytorch.seed",
                    "Seed of the initial weights and of the synthetic data (torch.manual_seed)."),
+        Param("pytorch.generate_cache", "bool", True,
+              "exp.phase=generate: decode with a cache of each layer's keys and values "
+              "(GPT-2) or the recurrent state (LSTM); false: run the whole sequence so far "
+              "again for every token, as a model without a cache must."),
         OPTIMIZER.param("pytorch.optimizer",
                         "Optimizer of the training phase: `sgd` (momentum 0.9) or `adam`."),
         DOCKER_IMAGE.param("pytorch.docker_image",

@@ -14,6 +14,8 @@ FRAMEWORK = FrameworkInfo(
     install_hint="pip install dlbench[tensorflow]",
     description="TensorFlow with Keras 3 models; tf.function-compiled steps.",
     data_parallel="in_process",
+    # tf.profiler in the worker (dlbench.backends.tensorflow_extras).
+    profilers=("tensorflow",),
     devices="dlbench.backends.tensorflow_backend:available_devices",
     # every model whose zoo entry names a tensorflow builder (dlbench.config.zoo)
     builders=zoo_builders("tensorflow"),

@@ -1,0 +1,242 @@
+"""How the results store scales: write, report and filtered query at 10k to 1M records.
+
+The records are copies of one real record, taken from a ``dlbench run`` of the fake
+workload (500 timed batches, so ``results.time_data`` and the monitor's series are
+there, about 9 KB of JSON), varied as a long-lived store varies: 16 models, 8 replica
+batch sizes, 2 phases, 2 precisions, a unique ``exp.id`` and log file, start and end
+times, batch times and everything derived from them, one failure in 50.
+
+Each measurement runs in a fresh interpreter (``spawn``), so that its peak resident
+memory (``ru_maxrss``) is its own; it includes the interpreter and its imports
+(printed as ``baseline``). What is timed:
+
+- ``write``: ``Store.put_many`` of the records, 10,000 per transaction (generating
+  them is not timed);
+- ``report``: what ``dlbench report`` does: load the keys the report reads
+  (``table_report_keys``, and of the series only ``results.unstable_reasons``),
+  build the exploration report, render it as text;
+- ``query``: what ``dlbench query --where Q`` does: select in the store, load the
+  selected records (their scalars, and the lists of ``exp.*``), format the default
+  table (timed apart: ``choose_columns`` compares every ``exp.*`` value). Q is ``{"exp.model":
+  "resnet50"}`` (1 record in 16) and ``{"exp.model": "resnet50", "exp.replica_batch":
+  32}`` (1 in 128);
+- with ``--v1``, the same on a format-1 store (a JSON document per record, read whole
+  and filtered in Python), the layout before this one, for sizes up to ``--v1-max``.
+
+    python benchmarks/results_scale.py                      # 10k and 100k, about 2 minutes
+    python benchmarks/results_scale.py --sizes 1000000 --v1-max 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import multiprocessing
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+MODELS = ["resnet50", "resnet18", "resnet101", "alexnet", "vgg16", "vgg19", "googlenet",
+          "inception3", "mobilenet_v2", "densenet121", "squeezenet", "bert_base", "gpt2",
+          "t5_small", "deep_mnist", "lstm"]
+BATCHES = [1, 2, 4, 8, 16, 32, 64, 128]
+CHUNK = 10_000
+DEFAULTS = ["exp.model", "exp.status", "results.time", "results.throughput"]
+QUERIES = ({"exp.model": "resnet50"}, {"exp.model": "resnet50", "exp.replica_batch": 32})
+
+
+def real_record(work: Path) -> dict[str, Any]:
+    """One record of a real ``dlbench run`` of the fake workload."""
+    out = work / "template-run"
+    subprocess.run(
+        [sys.executable, "-m", "dlbench", "run", "-P", "exp.framework=fake",
+         "-P", "exp.num_warmup_batches=2", "-P", "exp.num_batches=500",
+         "-P", "fake.step_ms=0.2", "-P", "monitor.frequency=0.02", "--out", str(out)],
+        check=True, capture_output=True, text=True)
+    from dlbench.results.store import Store
+
+    with Store.in_directory(out, create=False) as store:
+        (record,) = store.records()
+    return record
+
+
+def generate(template: dict[str, Any], start: int, count: int) -> Iterator[dict[str, Any]]:
+    """Records ``start`` to ``start + count`` of the benchmark's store, always the same."""
+    import numpy
+
+    rng = numpy.random.default_rng(start)
+    times = numpy.asarray(template["results.time_data"], dtype=float)
+    base = float(numpy.mean(times))
+    noise = rng.normal(1.0, 0.03, size=count)
+    for offset in range(count):
+        i = start + offset
+        model, batch = MODELS[i % 16], BATCHES[(i // 16) % 8]
+        phase = "training" if (i // 128) % 2 == 0 else "inference"
+        dtype = "float32" if (i // 256) % 2 == 0 else "bfloat16"
+        record = dict(template)
+        exp_id = f"{i:016x}"
+        scale = (1 + i % 16) * batch**0.8 * (0.5 if phase == "inference" else 1.0)
+        data = (times * (scale * float(noise[offset]) / base)).round(6)
+        mean = float(data.mean())
+        record.update({
+            "exp.id": exp_id, "exp.model": model, "exp.replica_batch": batch,
+            "exp.effective_batch": batch, "exp.device_batch": batch, "exp.phase": phase,
+            "exp.dtype": dtype, "exp.log_file": f"runs/big/logs/fake-{model}-{exp_id}.log",
+            "results.start_time": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00",
+            "results.end_time": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:01:00",
+            "results.time": mean, "results.time_std": float(data.std(ddof=1)),
+            "results.time_min": float(data.min()), "results.time_max": float(data.max()),
+            "results.time_p50": float(numpy.median(data)),
+            "results.throughput": batch * 1000.0 / mean, "results.time_data": data.tolist(),
+        })
+        if i % 50 == 49:
+            record.update({"exp.status": "failure", "exp.status_msg": "worker exited with 1",
+                           "results.failure_kind": "exit"})
+        yield record
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _write(path: str, n: int, template: dict[str, Any], v1: bool) -> dict[str, float]:
+    from dlbench.results.store import Store
+
+    spent = 0.0
+    if v1:
+        db = sqlite3.connect(path, isolation_level=None)
+        db.executescript(
+            "PRAGMA journal_mode=WAL; CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
+            "CREATE TABLE experiments (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, "
+            "status TEXT, updated TEXT NOT NULL, record TEXT NOT NULL);"
+            "INSERT INTO meta VALUES ('format_version', '1');")
+    else:
+        store = Store(path)
+    for start in range(0, n, CHUNK):
+        chunk = list(generate(template, start, min(CHUNK, n - start)))
+        began = time.perf_counter()
+        if v1:
+            db.execute("BEGIN")
+            db.executemany("INSERT INTO experiments VALUES (?, ?, ?, '', ?)", [
+                (r["exp.id"], start + k, r["exp.status"], json.dumps(r))
+                for k, r in enumerate(chunk)])
+            db.execute("COMMIT")
+        else:
+            store.put_many(chunk)
+        spent += time.perf_counter() - began
+    return {"seconds": spent, "size_mb": Path(path).stat().st_size / 2**20}
+
+
+def _v1_records(path: str) -> list[dict[str, Any]]:
+    db = sqlite3.connect(path)
+    return [json.loads(text) for (text,) in db.execute("SELECT record FROM experiments "
+                                                       "ORDER BY seq")]
+
+
+def _report(path: str, v1: bool) -> dict[str, float]:
+    from dlbench.report.aggregate import SERIES_USED, table_report_keys
+    from dlbench.report.grid import TIME
+    from dlbench.report.render import render_report
+    from dlbench.report.tables import build_table_report
+    from dlbench.results.io import load_records
+
+    began = time.perf_counter()
+    if v1:
+        records = _v1_records(path)
+    else:
+        records = load_records([path], keys=table_report_keys(TIME), series=SERIES_USED)
+    loaded = time.perf_counter()
+    text = "\n".join(render_report(build_table_report(records, "exploration"), "text"))
+    done = time.perf_counter()
+    assert "Exploration" in text
+    return {"seconds": done - began, "load": loaded - began, "build": done - loaded}
+
+
+def _query(path: str, v1: bool, query: dict[str, Any]) -> dict[str, float]:
+    from dlbench.results.io import load_selected
+    from dlbench.results.query import select_records
+    from dlbench.results.text_table import choose_columns, format_table
+
+    began = time.perf_counter()
+    if v1:
+        selected = select_records(_v1_records(path), query, "--where", path)
+    else:
+        # What the table needs: its default columns, and exp.* (choose_columns shows
+        # the parameters that vary); the lists of those only.
+        selected = load_selected([path], query, "--where", path, series=[*DEFAULTS, "exp.*"])
+    loaded = time.perf_counter()
+    columns = choose_columns(selected, DEFAULTS)
+    lines = format_table(selected, columns, fmt="text", floatfmt="{:.2f}")
+    done = time.perf_counter()
+    return {"seconds": done - began, "select": loaded - began, "table": done - loaded,
+            "records": float(len(lines) - 2)}
+
+
+def _child(job: Callable[..., dict[str, float]], *args: Any) -> dict[str, float]:
+    result = job(*args)
+    result["peak_mb"] = _peak_mb()
+    return result
+
+
+def _baseline() -> dict[str, float]:
+    # What every measurement imports, and nothing else.
+    importlib.import_module("dlbench.report.tables")
+    importlib.import_module("dlbench.results.io")
+    return {"seconds": 0.0}
+
+
+def measure(job: Callable[..., dict[str, float]], *args: Any) -> dict[str, float]:
+    """Run ``job(*args)`` in a fresh interpreter; its figures and its peak memory."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_child, (job, *args))
+
+
+def main() -> None:
+    """Parse the flags, build the stores, print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000",
+                        help="record counts, comma-separated (default: 10000,100000)")
+    parser.add_argument("--v1", action="store_true", help="also measure a format-1 store")
+    parser.add_argument("--v1-max", type=int, default=100_000,
+                        help="largest size measured with --v1 (default 100000)")
+    parser.add_argument("--dir", help="where the stores go (default: a temporary directory)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        work = Path(tmp)
+        template = real_record(work)
+        print(f"template record: {len(template)} keys, {len(json.dumps(template))} bytes "
+              f"of JSON, {len(template['results.time_data'])} batch times")
+        print(f"baseline (interpreter and imports): {measure(_baseline)['peak_mb']:.0f} MB")
+        for n in sizes:
+            layouts = [False, True] if args.v1 and n <= args.v1_max else [False]
+            for v1 in layouts:
+                name = "v1" if v1 else "v2"
+                path = str(work / f"{name}-{n}.sqlite")
+                w = measure(_write, path, n, template, v1)
+                print(f"{name} n={n:>8,} write  {w['seconds']:8.2f} s  "
+                      f"({n / w['seconds']:,.0f} records/s, file {w['size_mb']:,.0f} MB, "
+                      f"peak {w['peak_mb']:,.0f} MB)")
+                r = measure(_report, path, v1)
+                print(f"{name} n={n:>8,} report {r['seconds']:8.2f} s  (load {r['load']:.2f} s, "
+                      f"build and render {r['build']:.2f} s, peak {r['peak_mb']:,.0f} MB)")
+                for query in QUERIES:
+                    q = measure(_query, path, v1, query)
+                    print(f"{name} n={n:>8,} query  {q['seconds']:8.2f} s  (select and load "
+                          f"{q['select']:.2f} s, table {q['table']:.2f} s, "
+                          f"{int(q['records']):,} records, peak {q['peak_mb']:,.0f} MB) "
+                          f"{json.dumps(query)}")
+                Path(path).unlink()
+                for extra in ("-wal", "-shm"):
+                    Path(path + extra).unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The parameters of inference scenarios (how queries are issued, MLPerf LoadGen's
+way) and their checks; gathered with the others in
+:data:`dlbench.config.registry.REGISTRY`. The scenarios themselves run in the worker
+(``measure/loadgen.py``); ``docs/inference.md`` describes them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dlbench.config.catalog import MODELS
+from dlbench.config.params import Param
+from dlbench.errors import ConfigError
+
+#: exp.scenario's values: ``batch`` is the timing loop of back-to-back batches.
+SCENARIOS = ("batch", "single_stream", "multi_stream", "server", "offline")
+
+AUTO = "auto"
+
+SCENARIO_PARAMS = [
+    Param("exp.scenario", "str", "batch",
+          "How inference work is issued: `batch` (back-to-back batches, the timing loop), "
+          "or a LoadGen scenario: `single_stream` (one sample per query, the next when it "
+          "completes), `multi_stream` (queries of exp.replica_batch samples, back to "
+          "back), `server` (one-sample queries arriving as a Poisson process at "
+          "exp.target_qps, served by a dynamic batcher of at most exp.replica_batch), "
+          "`offline` (every sample at once, in batches of exp.replica_batch). Not "
+          "`batch` needs exp.phase=inference.", choices=SCENARIOS),
+    Param("exp.target_qps", "float", 0.0,
+          "Server scenario: mean arrival rate, queries per second. `auto`: search the "
+          "highest rate whose exp.latency_percentile stays under exp.latency_bound_ms, "
+          "each probe a full run, all recorded in results.scenario_probes.",
+          special=(AUTO,)),
+    Param("exp.latency_bound_ms", "float", 0.0,
+          "Server scenario: the latency exp.latency_percentile of the queries must stay "
+          "under for a valid run, ms (MLPerf: 15 for ResNet-50); 0: no bound. Needed by "
+          "exp.target_qps=auto.", minimum=0),
+    Param("exp.latency_percentile", "float", AUTO,
+          "The latency percentile of the validity rules, in percent, between 0 and 100. "
+          "`auto`: LoadGen's, 90 for single_stream, 99 for multi_stream and server.",
+          special=(AUTO,)),
+    Param("exp.max_queue_delay_ms", "float", 0.0,
+          "Server scenario: how long the dynamic batcher may hold the oldest queued query "
+          "while it waits for more, ms (Triton's max_queue_delay); 0: serve what is "
+          "queued at once.", minimum=0),
+    Param("exp.scenario_min_queries", "int", AUTO,
+          "Queries a scenario run must complete (offline: samples). `auto`: LoadGen's "
+          "100, or more where early stopping needs more: 662 for multi_stream at the "
+          "99th percentile, 459 for server.", special=(AUTO,), minimum=1),
+    Param("exp.scenario_min_duration", "float", 10.0,
+          "Seconds a scenario run must last (LoadGen's default; MLPerf submissions use "
+          "600).", minimum=0),
+    Param("exp.scenario_seed", "int", 0,
+          "Seed of the server scenario's arrival schedule (LoadGen's schedule_rng_seed)."),
+    Param("exp.qps_search_tolerance", "float", 0.02,
+          "With exp.target_qps=auto, the search stops when the highest valid and lowest "
+          "invalid rates are within this fraction of each other."),
+    Param("exp.prompt_tokens", "int", 128,
+          "exp.phase=generate: tokens in each request's prompt (random token ids), run "
+          "through the model at once by the prefill.", minimum=1),
+    Param("exp.output_tokens", "int", 128,
+          "exp.phase=generate: tokens each request generates, greedily and always this "
+          "many (no end-of-sequence stop); the prefill gives the first.", minimum=1),
+]
+
+
+def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> None:
+    """The scenario parameters of one resolved experiment fit together; ``shown``
+    names a parameter with its value and where it came from. ConfigError otherwise."""
+    scenario, qps = values["exp.scenario"], values["exp.target_qps"]
+    percentile = values["exp.latency_percentile"]
+    if values["exp.phase"] == "generate":
+        _check_generate(values, shown)
+    if percentile != AUTO and not 0 < percentile < 100:
+        raise ConfigError(f"{shown('exp.latency_percentile')} must be between 0 and 100 "
+                          f"(exclusive), or 'auto'")
+    if not 0 < values["exp.qps_search_tolerance"] < 1:
+        raise ConfigError(f"{shown('exp.qps_search_tolerance')} must be between 0 and 1 "
+                          f"(exclusive), e.g. 0.02")
+    if qps == AUTO and scenario != "server":
+        raise ConfigError(f"{shown('exp.target_qps')} searches the highest load of the "
+                          f"server scenario: set exp.scenario=server ({shown('exp.scenario')})")
+    if qps != AUTO and qps < 0:
+        raise ConfigError(f"{shown('exp.target_qps')} must be > 0 queries/s, or 'auto'")
+    if scenario == "batch":
+        return
+    if values["exp.phase"] not in ("inference", "generate"):
+        raise ConfigError(f"{shown('exp.scenario')} issues inference queries: it needs "
+                          f"exp.phase=inference ({shown('exp.phase')})")
+    if values["exp.num_replicas"] > 1:
+        raise ConfigError(f"{shown('exp.scenario')} issues queries to one replica: use "
+                          f"exp.scenario=batch for data-parallel runs "
+                          f"({shown('exp.num_replicas')})")
+    for name in ("exp.repeat", "exp.parallel_jobs"):
+        if values[name] != 1:
+            # Repeats and copies are combined from batch times, which a scenario
+            # run does not have.
+            raise ConfigError(f"{shown(name)}: scenario runs are not combined across "
+                              f"processes yet; use {name}=1 ({shown('exp.scenario')})")
+    if scenario == "single_stream" and values["exp.replica_batch"] != 1:
+        raise ConfigError(f"{shown('exp.replica_batch')}: exp.scenario=single_stream issues "
+                          f"one sample per query: set exp.replica_batch=1")
+    if scenario != "server":
+        return
+    if qps != AUTO and not qps > 0:
+        raise ConfigError(f"{shown('exp.target_qps')}: exp.scenario=server needs a rate > 0 "
+                          f"queries/s, or 'auto' to search the highest under "
+                          f"exp.latency_bound_ms")
+    if qps == AUTO and not values["exp.latency_bound_ms"] > 0:
+        raise ConfigError(f"{shown('exp.latency_bound_ms')}: exp.target_qps=auto searches the "
+                          f"highest load under a latency bound: give one > 0 ms")
+
+
+def _check_generate(values: Mapping[str, Any], shown: Callable[[str], str]) -> None:
+    """exp.phase=generate: a decoder model, one process of one replica, a number of
+    requests, and what the generation loop does not do refused by name."""
+    model = MODELS[str(values["exp.model"])]
+    if model.task != "causal_lm":
+        decoders = ", ".join(m.id for m in MODELS.values() if m.task == "causal_lm")
+        raise ConfigError(f"{shown('exp.phase')} needs a decoder (causal language) model, "
+                          f"and {shown('exp.model')} is {model.task}; decoders: {decoders}")
+    if values["exp.replica_batch"] == AUTO:
+        raise ConfigError(f"{shown('exp.replica_batch')}: exp.phase=generate needs the "
+                          f"number of requests generated together, e.g. 1")
+    if values["exp.num_replicas"] > 1:
+        raise ConfigError(f"{shown('exp.phase')} runs one replica: set exp.gpus to one GPU "
+                          f"or none ({shown('exp.num_replicas')})")
+    for name in ("exp.repeat", "exp.parallel_jobs"):
+        if values[name] != 1:
+            raise ConfigError(f"{shown(name)}: generation runs are not combined across "
+                              f"processes yet; use {name}=1 ({shown('exp.phase')})")
+    refused = {"exp.target_qps": (values["exp.target_qps"] == AUTO, "give a rate"),
+               "exp.profile": (values["exp.profile"] != "none", "use exp.profile=none"),
+               "exp.data_dir": (bool(values["exp.data_dir"]), "prompts are random tokens: "
+                                                             "leave it empty")}
+    for name, (bad, fix) in refused.items():
+        if bad:
+            raise ConfigError(f"{shown(name)} is not supported with exp.phase=generate "
+                              f"yet; {fix}")

@@ -1,0 +1,313 @@
+"""The load generator: inference scenarios in the manner of MLPerf's LoadGen.
+
+A scenario decides when queries are issued to the system under test and how each
+query's latency is counted; the system is one callable, ``serve(samples)``, which
+returns when that many samples are done (the worker passes a closure running the
+backend's step and synchronising the device). Everything is timed here, once,
+outside the backends.
+
+- ``single_stream``: one query of one sample at a time, the next one when the
+  previous completes; latency = that query's time.
+- ``multi_stream``: the same, with ``samples_per_query`` samples per query.
+- ``server``: queries of one sample arrive as a Poisson process at ``target_qps``
+  (:func:`poisson_schedule`, seeded). A dynamic batcher, as Triton's and
+  TorchServe's, serves what is queued as one batch of at most ``max_batch``,
+  holding the oldest query at most ``max_queue_delay_s`` for company. A query's
+  latency runs from its *scheduled* arrival, not from when the issuer got to it, so
+  a slow system cannot hide its queue (no coordinated omission).
+- ``offline``: every sample is there from the start; batches of ``max_batch`` back
+  to back; the figure is samples per second.
+
+The issuer is single-threaded and runs in real time: it waits (:class:`RealClock`)
+until the next arrival or the batcher's deadline, then serves. With a
+:class:`VirtualClock` that ``serve`` advances, the same code simulates a system of
+known service times exactly and in no time: the tests' known answers.
+
+A run ends, as in LoadGen, once both ``min_queries`` queries and ``min_duration_s``
+seconds are reached (server: once the schedule, generated to reach both, is served).
+Its validity is judged by :mod:`dlbench.measure.scenario_results`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+import numpy as np
+
+#: The scenarios of ``exp.scenario`` this module runs (``batch`` is the timing loop's).
+SCENARIOS = ("single_stream", "multi_stream", "server", "offline")
+
+#: The system under test: serve this many samples, return when they are done.
+Serve = Callable[[int], None]
+
+# Sleep until this close to a deadline, then spin: time.sleep alone overshoots by
+# 50-100 µs, which would show as queueing delay that no query suffered.
+_SPIN_SECONDS = 0.0003
+
+
+class Clock(Protocol):
+    """Seconds on a monotonic clock, and a way to wait for a moment on it."""
+
+    def now(self) -> float:
+        """The current time, seconds."""
+
+    def wait_until(self, deadline: float) -> None:
+        """Return at ``deadline`` (at once when it has passed)."""
+
+
+class RealClock:
+    """``time.perf_counter``; waits by sleeping, then spinning the last 0.3 ms."""
+
+    def now(self) -> float:
+        """The current time, seconds."""
+        return time.perf_counter()
+
+    def wait_until(self, deadline: float) -> None:
+        """Sleep, then spin, until ``deadline``."""
+        remaining = deadline - time.perf_counter()
+        if remaining > _SPIN_SECONDS:
+            time.sleep(remaining - _SPIN_SECONDS)
+        while time.perf_counter() < deadline:
+            pass
+
+
+class VirtualClock:
+    """Simulated time: it moves only when a simulated ``serve`` calls :meth:`advance`
+    or the issuer waits. Runs are then exact and take no real time.
+
+    >>> clock = VirtualClock()
+    >>> clock.advance(0.5); clock.wait_until(2.0); clock.now()
+    2.0
+    """
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.time = start
+
+    def now(self) -> float:
+        """The simulated time, seconds."""
+        return self.time
+
+    def wait_until(self, deadline: float) -> None:
+        """Jump to ``deadline`` if it is ahead."""
+        self.time = max(self.time, deadline)
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass (what a simulated ``serve`` does)."""
+        if seconds < 0:
+            raise ValueError(f"cannot advance a clock by {seconds} s")
+        self.time += seconds
+
+
+@dataclass(frozen=True)
+class ScenarioSettings:
+    """How one scenario run issues queries and when it ends."""
+
+    scenario: str
+    min_queries: int
+    min_duration_s: float
+    #: multi_stream: samples per query.
+    samples_per_query: int = 1
+    #: server: the dynamic batcher's largest batch; offline: the batch size.
+    max_batch: int = 1
+    #: server: how long the batcher may hold the oldest queued query.
+    max_queue_delay_s: float = 0.0
+    #: server: mean arrival rate, queries per second.
+    target_qps: float = 0.0
+    #: server: the latency the percentile must stay under, seconds (0: none).
+    latency_bound_s: float = 0.0
+    #: the latency percentile of the validity rules, in percent.
+    percentile: float = 99.0
+    #: server: seed of the arrival schedule.
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.scenario not in SCENARIOS:
+            raise ValueError(f"scenario {self.scenario!r} is not one of {SCENARIOS}")
+        if self.scenario == "server" and not self.target_qps > 0:
+            raise ValueError(f"server needs a target QPS > 0, not {self.target_qps}")
+        if self.min_queries < 1 or self.max_batch < 1 or self.samples_per_query < 1:
+            raise ValueError("min_queries, max_batch and samples_per_query must be >= 1")
+
+    def at_qps(self, qps: float) -> ScenarioSettings:
+        """The same settings at another target QPS (a probe of the peak search)."""
+        return replace(self, target_qps=qps)
+
+
+@dataclass
+class ScenarioRun:
+    """What one scenario run measured, every figure in seconds from its start."""
+
+    settings: ScenarioSettings
+    #: Each completed query's latency, in issue order (offline: none).
+    latencies: list[float] = field(default_factory=list)
+    #: Each call of ``serve``: its duration and how many samples it served.
+    service: list[float] = field(default_factory=list)
+    batch_sizes: list[int] = field(default_factory=list)
+    #: server: each completed query's wait before its batch started.
+    waits: list[float] = field(default_factory=list)
+    #: server: the queries the schedule held; others: those issued.
+    planned: int = 0
+    #: server: the scheduled arrival of the last completed query; others: the
+    #: issue time of the last query (LoadGen's duration rules).
+    last_start: float = 0.0
+    #: When the last sample completed.
+    end: float = 0.0
+    #: server: stopped before the schedule ended, the bound being already lost.
+    stopped_early: bool = False
+
+    @property
+    def samples(self) -> int:
+        """Samples served."""
+        return sum(self.batch_sizes)
+
+    @property
+    def queries(self) -> int:
+        """Queries completed (offline: samples, as LoadGen counts them)."""
+        return self.samples if self.settings.scenario == "offline" else len(self.latencies)
+
+
+def poisson_schedule(qps: float, count: int, seed: int) -> np.ndarray:
+    """``count`` arrival times (s) of a Poisson process of rate ``qps``: exponential
+    gaps from a seeded generator, the first arrival at 0. The gaps are then scaled by
+    one factor so that the last arrival is at exactly ``(count - 1) / qps``: the
+    schedule's rate is the target, not the target give or take 1/sqrt(count) (3% at
+    1000 queries). Conditioned so, the arrivals between the first and the last are
+    those of a Poisson process given its count: independent, uniform in time.
+
+    >>> poisson_schedule(10.0, 5, seed=0)[[0, -1]].tolist()
+    [0.0, 0.4]
+    """
+    if count < 1:
+        raise ValueError("a schedule needs at least one query")
+    gaps = np.random.default_rng(seed).exponential(1.0 / qps, size=count - 1)
+    arrivals = np.concatenate(([0.0], np.cumsum(gaps)))
+    if count > 1:
+        arrivals *= ((count - 1) / qps) / arrivals[-1]
+        arrivals[-1] = (count - 1) / qps  # exactly, not to the last rounding
+    return arrivals
+
+
+def server_query_count(settings: ScenarioSettings) -> int:
+    """Queries in a server schedule: enough for ``min_queries`` and for the last
+    arrival to be scheduled at or after ``min_duration_s``."""
+    count = max(settings.min_queries, math.ceil(settings.min_duration_s * settings.target_qps))
+    while (count - 1) / settings.target_qps < settings.min_duration_s:
+        count += 1  # exactly as the rule will compute it, rounding included
+    return count
+
+
+def run(settings: ScenarioSettings, serve: Serve, clock: Clock | None = None) -> ScenarioRun:
+    """Run the scenario of ``settings`` against ``serve``; real time by default."""
+    clock = clock if clock is not None else RealClock()
+    if settings.scenario == "server":
+        return _run_server(settings, serve, clock)
+    if settings.scenario == "offline":
+        return _run_offline(settings, serve, clock)
+    return _run_streams(settings, serve, clock)
+
+
+def _run_streams(settings: ScenarioSettings, serve: Serve, clock: Clock) -> ScenarioRun:
+    """single_stream and multi_stream: a query when the previous one is done."""
+    size = settings.samples_per_query if settings.scenario == "multi_stream" else 1
+    result = ScenarioRun(settings)
+    start = clock.now()
+    while True:
+        issued = clock.now()
+        serve(size)
+        done = clock.now()
+        result.latencies.append(done - issued)
+        result.service.append(done - issued)
+        result.batch_sizes.append(size)
+        result.last_start = issued - start
+        if (len(result.latencies) >= settings.min_queries
+                and result.last_start >= settings.min_duration_s):
+            break
+    result.planned = len(result.latencies)
+    result.end = done - start
+    return result
+
+
+def _run_offline(settings: ScenarioSettings, serve: Serve, clock: Clock) -> ScenarioRun:
+    """offline: every sample is queued at the start; full batches back to back until
+    ``min_queries`` samples and ``min_duration_s`` seconds."""
+    result = ScenarioRun(settings)
+    start = clock.now()
+    done = start
+    while result.samples < settings.min_queries or done - start < settings.min_duration_s:
+        began = clock.now()
+        serve(settings.max_batch)
+        done = clock.now()
+        result.service.append(done - began)
+        result.batch_sizes.append(settings.max_batch)
+    result.planned = result.samples
+    result.end = result.last_start = done - start
+    return result
+
+
+def _lost_at(settings: ScenarioSettings, planned: int) -> int | None:
+    """How many queries over the bound decide that the percentile cannot be under it
+    whatever the rest do: with the percentile read at index floor(n p) of the sorted
+    latencies, n - floor(n p) overs. None without a bound."""
+    if settings.latency_bound_s <= 0:
+        return None
+    return planned - math.floor(planned * settings.percentile / 100.0 + 1e-9)
+
+
+def _run_server(settings: ScenarioSettings, serve: Serve, clock: Clock) -> ScenarioRun:
+    """server: Poisson arrivals, a dynamic batcher, latency from scheduled arrival."""
+    count = server_query_count(settings)
+    schedule = poisson_schedule(settings.target_qps, count, settings.seed)
+    return serve_schedule(settings, schedule.tolist(), serve, clock)
+
+
+def serve_schedule(settings: ScenarioSettings, arrivals: Sequence[float], serve: Serve,
+                   clock: Clock) -> ScenarioRun:
+    """The server's issuer and dynamic batcher on given ``arrivals`` (seconds from the
+    start, ascending): the server scenario on its Poisson schedule, or a test's."""
+    count = len(arrivals)
+    result = ScenarioRun(settings, planned=count)
+    lost_at = _lost_at(settings, count)
+    overs = 0
+    queue: deque[int] = deque()
+    start = clock.now()
+    # Absolute times on the clock: waiting until one and comparing with it is exact,
+    # where differences from the start would round and never come due.
+    due = [start + arrival for arrival in arrivals]
+    next_arrival = 0
+    while next_arrival < count or queue:
+        now = clock.now()
+        while next_arrival < count and due[next_arrival] <= now:
+            queue.append(next_arrival)
+            next_arrival += 1
+        if not queue:
+            clock.wait_until(due[next_arrival])
+            continue
+        deadline = due[queue[0]] + settings.max_queue_delay_s
+        if (len(queue) < settings.max_batch and now < deadline
+                and next_arrival < count):
+            # Hold the batch open for company, until it is full or the oldest
+            # query has waited long enough, whichever comes first.
+            clock.wait_until(min(due[next_arrival], deadline))
+            continue
+        batch = [queue.popleft() for _ in range(min(len(queue), settings.max_batch))]
+        began = clock.now()
+        serve(len(batch))
+        done = clock.now()
+        result.service.append(done - began)
+        result.batch_sizes.append(len(batch))
+        for index in batch:
+            latency = done - due[index]
+            result.latencies.append(latency)
+            result.waits.append(began - due[index])
+            overs += lost_at is not None and latency > settings.latency_bound_s
+        result.last_start = arrivals[batch[-1]]  # not due - start: that rounds
+        result.end = done - start
+        if lost_at is not None and overs >= lost_at:
+            result.stopped_early = True  # the bound is lost: the rest would only cost time
+            break
+    return result

@@ -1,0 +1,85 @@
+"""What the worker calls for ``exp.scenario`` other than ``batch``.
+
+:func:`run_scenario` turns an experiment's resolved parameters into
+:class:`~dlbench.measure.loadgen.ScenarioSettings`, runs the scenario (or, with
+``exp.target_qps=auto``, the peak search) against ``serve``, and returns the
+``results.*`` values for the log. ``serve(samples)`` must return when that many
+samples are done; a backend with a fixed batch shape serves a short batch as a full
+one (padding), which is what the latency of a fixed-shape engine is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dlbench.measure.early_stopping import min_queries
+from dlbench.measure.loadgen import Clock, RealClock, ScenarioSettings, Serve, run
+from dlbench.measure.peak_search import find_peak_qps, start_qps
+from dlbench.measure.scenario_results import probe_summary, summarize
+
+AUTO = "auto"
+
+#: LoadGen's default latency percentile per scenario (test_settings.h).
+DEFAULT_PERCENTILE = {"single_stream": 90.0, "multi_stream": 99.0, "server": 99.0,
+                      "offline": 99.0}
+
+#: LoadGen's default min_query_count (test_settings.h); ``auto`` raises it to what
+#: early stopping needs.
+LOADGEN_MIN_QUERIES = 100
+
+
+def default_min_queries(scenario: str, percentile: float) -> int:
+    """``exp.scenario_min_queries=auto``: LoadGen's 100, raised for the streams to the
+    queries an early-stopping estimate of the percentile needs (662 at the 99th: the
+    multi-stream count of MLPerf's configuration), and for the server to those a run
+    with no query over the bound needs (459 at the 99th)."""
+    if scenario == "offline":
+        return LOADGEN_MIN_QUERIES
+    overs = 0 if scenario == "server" else 1
+    return max(LOADGEN_MIN_QUERIES, min_queries(overs, percentile / 100.0))
+
+
+def settings_from_params(params: Mapping[str, Any], target_qps: float | None = None
+                         ) -> ScenarioSettings:
+    """The settings of ``params`` (an experiment's resolved parameters); a server's
+    rate is ``target_qps`` when given (the peak search's placeholder)."""
+    scenario = str(params["exp.scenario"])
+    percentile = (DEFAULT_PERCENTILE[scenario] if params["exp.latency_percentile"] == AUTO
+                  else float(params["exp.latency_percentile"]))
+    count = (default_min_queries(scenario, percentile)
+             if params["exp.scenario_min_queries"] == AUTO
+             else int(params["exp.scenario_min_queries"]))
+    batch = int(params["exp.replica_batch"])
+    qps = target_qps if target_qps is not None else float(params["exp.target_qps"])
+    return ScenarioSettings(
+        scenario=scenario, min_queries=count,
+        min_duration_s=float(params["exp.scenario_min_duration"]),
+        samples_per_query=batch, max_batch=batch,
+        max_queue_delay_s=float(params["exp.max_queue_delay_ms"]) / 1000.0,
+        target_qps=qps, latency_bound_s=float(params["exp.latency_bound_ms"]) / 1000.0,
+        percentile=percentile, seed=int(params["exp.scenario_seed"]))
+
+
+def run_scenario(params: Mapping[str, Any], serve: Serve,
+                 clock: Clock | None = None) -> dict[str, Any]:
+    """Run ``params``'s scenario against ``serve`` and return its ``results.*``: the
+    latencies and rates with every raw figure, ``results.valid`` and why not; with
+    ``exp.target_qps=auto``, those of the highest valid probe, every probe in
+    ``results.scenario_probes`` and the search's start in ``results.qps_search_start``.
+    """
+    clock = clock if clock is not None else RealClock()
+    if params["exp.target_qps"] != AUTO:
+        return summarize(run(settings_from_params(params), serve, clock))
+    settings = settings_from_params(params, target_qps=1.0)  # each probe sets its own
+    start = start_qps(settings, serve, clock)
+    search = find_peak_qps(settings, serve, clock, start,
+                           float(params["exp.qps_search_tolerance"]))
+    # Without a valid probe, the last one (the lowest load tried) is shown, invalid.
+    results = summarize(search.best if search.best is not None else search.probes[-1])
+    results["results.qps_search_start"] = start
+    results["results.scenario_probes"] = [probe_summary(p) for p in search.probes]
+    if search.problem:
+        results["results.valid"] = False
+        results["results.valid_reasons"] = [*results["results.valid_reasons"], search.problem]
+    return results

@@ -1,0 +1,291 @@
+"""A history as one HTML page: a time-series chart per configuration, change points
+marked, filterable.
+
+Each chart is inline SVG drawn here (no plotting library, no external resource):
+one dot per run, its 95 % confidence interval as a vertical bar where the record has
+one (:func:`~dlbench.report.history_changes.metric_ci`), the mean of each segment
+between change points as a step line, and each change point as a dashed vertical
+line, red for a regression. Hovering a dot shows its run, value, revision and
+environment; hovering a change shows its size, p-value and what changed with it
+(SVG ``<title>`` elements, which browsers show as tooltips). A text box above the
+charts hides those whose configuration does not contain the text typed.
+
+Every value from a record is HTML-escaped (:func:`_esc`): configurations, versions
+and host names are user input.
+
+Example::
+
+    analysis = analyse_history(store.rows(), metric="results.throughput")
+    write_history_page(analysis, Path("history.html"), source="history.sqlite")
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import dlbench
+from dlbench.report.changepoint import segment_means
+from dlbench.report.history_changes import Change, HistoryAnalysis, Series
+from dlbench.results.io import write_atomically
+
+#: Environment keys named in a dot's tooltip, when the record has them.
+TOOLTIP_KEYS = (
+    "sys.dlbench_git_commit", "sys.dlbench_version", "sys.framework_version",
+    "exp.framework_ver", "exp.docker_image", "hw.device_name", "hw.gpu_driver",
+    "sys.cuda_driver_version", "sys.hostname", "sys.python",
+)
+
+_WIDTH, _HEIGHT = 760, 230
+_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 12, 12, 34
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
+ color:#1f2328;background:#fff;max-width:1100px;margin:0 auto;padding:1.2rem 1.5rem 3rem}
+h1{font-size:1.6rem;margin:.2rem 0}
+h2{font-size:1.05rem;margin:1.6rem 0 .3rem;word-break:break-word}
+.meta{color:#59636e;margin:.2rem 0 1rem}
+.alert{background:#ffebe9;border-left:4px solid #cf222e;padding:.4rem 1rem;margin:1rem 0}
+#filter{font:inherit;padding:.3rem .5rem;width:100%;max-width:32rem;box-sizing:border-box}
+.series svg{max-width:100%;height:auto;border:1px solid #d0d7de;border-radius:4px}
+.axis{stroke:#8c959f;stroke-width:1}
+.label{font-size:11px;fill:#59636e}
+.dot{fill:#0969da}
+.dot:hover{fill:#1f2328}
+.ci{stroke:#54aeff;stroke-width:1.5}
+.mean{stroke:#1a7f37;stroke-width:1.5;fill:none}
+.cp{stroke:#8c959f;stroke-width:2;stroke-dasharray:5 4}
+.cp.bad{stroke:#cf222e}
+table{border-collapse:collapse;margin:.4rem 0;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid #d0d7de;padding:.2rem .6rem;text-align:left;vertical-align:top}
+thead th{background:#f6f8fa;white-space:nowrap}
+td.when{white-space:nowrap}
+td.num{text-align:right}
+.bad{color:#cf222e;font-weight:600}
+"""
+
+# Hides every chart whose configuration text does not contain the filter's text.
+_JS = """
+(function () {
+  var box = document.getElementById("filter");
+  var count = document.getElementById("shown");
+  function apply() {
+    var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    var shown = 0;
+    document.querySelectorAll("section.series").forEach(function (section) {
+      var text = section.getAttribute("data-filter");
+      var keep = words.every(function (w) { return text.indexOf(w) >= 0; });
+      section.hidden = !keep;
+      if (keep) { shown += 1; }
+    });
+    count.textContent = String(shown);
+  }
+  box.addEventListener("input", apply);
+  apply();
+})();
+"""
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _num(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _day(iso: str) -> str:
+    return iso[:10]
+
+
+def _point_title(analysis: HistoryAnalysis, series: Series, index: int) -> str:
+    point = series.points[index]
+    row = point.row
+    ci = f" ± {_num(point.ci)}" if point.ci is not None else ""
+    lines = [
+        f"#{index + series.skipped + 1} {row.record_time[:19]} UTC, run {row.run_id}",
+        f"{analysis.metric} = {_num(point.value)}{ci}",
+    ]
+    if row.revision is not None:
+        lines.append(f"revision: {row.revision}")
+    lines += [f"{k}: {_text(row.environment[k])}" for k in TOOLTIP_KEYS if k in row.environment]
+    return "\n".join(lines)
+
+
+def _change_words(change: Change) -> str:
+    """``-5.1% (p=0.005)``: the change's size and confidence."""
+    return f"{change.point.change:+.1%} (p={change.point.p_value:.3g})"
+
+
+def environment_words(change: Change) -> str:
+    """``key: before → after; ...``: the environment change that coincides."""
+    if not change.environment:
+        return "no environment change"
+    words = []
+    for key, env in change.environment.items():
+        at = "" if env.index == change.index else f" (at run #{env.index + 1})"
+        words.append(f"{key}: {_text(env.before)} → {_text(env.after)}{at}")
+    return "; ".join(words)
+
+
+def _change_title(analysis: HistoryAnalysis, series: Series, change: Change) -> str:
+    kind = "new regression" if change.regression and change.new else (
+        "regression" if change.regression else "change")
+    return "\n".join([
+        f"{kind} at #{change.index + series.skipped + 1}, {change.row.record_time[:19]} UTC, "
+        f"run {change.row.run_id}",
+        f"{analysis.metric}: {_num(change.point.mean_before)} → "
+        f"{_num(change.point.mean_after)}, {_change_words(change)}",
+        environment_words(change),
+    ])
+
+
+def _chart(analysis: HistoryAnalysis, series: Series) -> str:
+    """One series as an SVG chart (see the module's description)."""
+    values = [p.value for p in series.points]
+    lows = [p.value - (p.ci or 0.0) for p in series.points]
+    highs = [p.value + (p.ci or 0.0) for p in series.points]
+    low, high = min(lows), max(highs)
+    pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
+    low, high = low - pad, high + pad
+    plot_w = _WIDTH - _LEFT - _RIGHT
+    plot_h = _HEIGHT - _TOP - _BOTTOM
+    step = plot_w / max(len(values) - 1, 1)
+
+    def x(i: float) -> float:
+        return _LEFT + (i * step if len(values) > 1 else plot_w / 2)
+
+    def y(v: float) -> float:
+        return _TOP + (high - v) / (high - low) * plot_h
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_WIDTH} {_HEIGHT}" '
+        f'width="{_WIDTH}" height="{_HEIGHT}" role="img" '
+        f'aria-label="{_esc(analysis.metric)} over {len(values)} runs">',
+        f'<line class="axis" x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}"/>',
+        f'<line class="axis" x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_WIDTH - _RIGHT}" '
+        f'y2="{_TOP + plot_h}"/>',
+    ]
+    for value in (low + pad, (low + high) / 2, high - pad):
+        parts.append(f'<text class="label" x="{_LEFT - 6}" y="{y(value) + 4:.1f}" '
+                     f'text-anchor="end">{_esc(_num(value))}</text>')
+    first, last = series.points[0].row.record_time, series.points[-1].row.record_time
+    base = _TOP + plot_h + 16
+    parts.append(f'<text class="label" x="{_LEFT}" y="{base}">{_esc(_day(first))}</text>')
+    parts.append(f'<text class="label" x="{_WIDTH - _RIGHT}" y="{base}" text-anchor="end">'
+                 f'{_esc(_day(last))}</text>')
+    parts.append(f'<text class="label" x="{_LEFT + plot_w / 2:.1f}" y="{base + 14}" '
+                 f'text-anchor="middle">{len(values)} runs</text>')
+    means = segment_means(values, [c.point for c in series.changes])
+    steps = " ".join(
+        f"{x(max(i - 0.5, 0)):.1f},{y(m):.1f} {x(min(i + 0.5, len(values) - 1)):.1f},{y(m):.1f}"
+        for i, m in enumerate(means))
+    parts.append(f'<polyline class="mean" points="{steps}"/>')
+    for change in series.changes:
+        cx = x(change.index - 0.5)
+        kind = "cp bad" if change.regression else "cp"
+        parts.append(
+            f'<line class="{kind}" x1="{cx:.1f}" y1="{_TOP}" x2="{cx:.1f}" '
+            f'y2="{_TOP + plot_h}"><title>{_esc(_change_title(analysis, series, change))}'
+            "</title></line>")
+    for i, point in enumerate(series.points):
+        if point.ci is not None:
+            parts.append(f'<line class="ci" x1="{x(i):.1f}" y1="{y(point.value - point.ci):.1f}" '
+                         f'x2="{x(i):.1f}" y2="{y(point.value + point.ci):.1f}"/>')
+        parts.append(f'<circle class="dot" cx="{x(i):.1f}" cy="{y(point.value):.1f}" r="3">'
+                     f"<title>{_esc(_point_title(analysis, series, i))}</title></circle>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _changes_table(series: Series) -> str:
+    if not series.changes:
+        return "<p>No change point.</p>"
+    rows = []
+    for change in series.changes:
+        verdict = ("new regression" if change.new else "regression") if change.regression \
+            else "change"
+        css = ' class="bad"' if change.regression else ""
+        rows.append(
+            f"<tr><td>#{change.index + series.skipped + 1}</td>"
+            f'<td class="when">{_esc(change.row.record_time[:19])}</td>'
+            f"<td>{_esc(change.row.run_id)}</td>"
+            f'<td class="num">{_esc(f"{change.point.change:+.1%}")}</td>'
+            f'<td class="num">{_esc(f"{change.point.p_value:.3g}")}</td>'
+            f"<td{css}>{_esc(verdict)}</td><td>{_esc(environment_words(change))}</td></tr>")
+    return ("<table><thead><tr><th>run #</th><th>time (UTC)</th><th>run</th><th>change</th>"
+            "<th>p</th><th>verdict</th><th>environment change</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def _section(analysis: HistoryAnalysis, number: int, series: Series) -> str:
+    label = series.label
+    filter_text = f"{label} {series.key}".lower()
+    latest = series.points[-1]
+    return "\n".join([
+        f'<section class="series" id="series-{number}" data-key="{_esc(series.key)}" '
+        f'data-filter="{_esc(filter_text)}">',
+        f"<h2>{_esc(label)}</h2>",
+        f'<p class="meta">{len(series.points)} runs; latest {_esc(_num(latest.value))} '
+        f"({_esc(latest.row.record_time[:10])}); configuration {_esc(series.key)}</p>",
+        _chart(analysis, series),
+        _changes_table(series),
+        "</section>",
+    ])
+
+
+def render_history_page(analysis: HistoryAnalysis, *, source: str = "") -> str:
+    """The whole page as one HTML document with no external resource."""
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    regressions = analysis.regressions()
+    alert = ""
+    if regressions:
+        links = "".join(
+            f'<li><a href="#series-{analysis.series.index(s)}">{_esc(s.label)}</a>: '
+            f"{_esc(_change_words(c))}, {_esc(environment_words(c))}</li>"
+            for s, c in regressions)
+        alert = (f'<div class="alert" role="alert"><strong>{len(regressions)} new '
+                 f"regression(s)</strong><ul>{links}</ul></div>")
+    direction = "higher" if analysis.higher_is_better else "lower"
+    sections = "\n".join(_section(analysis, i, s) for i, s in enumerate(analysis.series))
+    title = f"History of {analysis.metric}"
+    from_source = f" from {_esc(source)}" if source else ""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="dlbench {_esc(dlbench.__version__)}">
+<title>{_esc(title)}</title>
+<link rel="icon" href="data:,">
+<style>{_CSS}</style>
+</head>
+<body>
+<h1>{_esc(title)}</h1>
+<p class="meta">Generated {_esc(now)} by dlbench {_esc(dlbench.__version__)}{from_source}:
+{len(analysis.series)} configurations, {sum(len(s.points) for s in analysis.series)} runs,
+{sum(len(s.changes) for s in analysis.series)} change points (p &le;
+{_esc(analysis.p_threshold)}; {direction} is better; a regression is a change of at least
+{_esc(f"{analysis.threshold:.1%}")} the bad way, new in the last {_esc(analysis.window)} runs).</p>
+{alert}
+<p><label for="filter">Filter configurations: </label>
+<input id="filter" type="search" placeholder="e.g. resnet50 float16" autocomplete="off">
+(<span id="shown">{len(analysis.series)}</span> shown)</p>
+{sections or "<p>No configuration has a value of this metric.</p>"}
+<script>{_JS}</script>
+</body>
+</html>
+"""
+
+
+def write_history_page(analysis: HistoryAnalysis, path: Path, *, source: str = "") -> None:
+    """Write :func:`render_history_page` to ``path`` atomically."""
+    write_atomically(path, render_history_page(analysis, source=source).encode("utf-8"))
+

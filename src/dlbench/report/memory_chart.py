@@ -1,0 +1,175 @@
+"""The memory breakdown of experiments as a horizontal stacked bar chart, in SVG.
+
+One bar per experiment, stacked from ``results.memory.*``: weights, gradients,
+optimizer state, activations; the device allocator's peak, where the record has one,
+is a black mark on the same row. Every bar of a chart shares one axis, labelled in
+bytes, KiB, MiB or GiB (whichever keeps the largest value at 1 or more), so that the
+experiments of a sweep compare at a glance.
+
+Written by hand rather than with matplotlib: a few rectangles need no plotting
+library, the chart draws the same on every machine, and a test can read each
+segment's bytes and width back from the SVG. Every text is HTML-escaped.
+
+Example::
+
+    svg = memory_chart_svg([("toy training exp.replica_batch=16", record)])
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dlbench.results.values import is_number as _is_number
+
+#: The stacked parts, bottom first: (shown name, record key, colour).
+PARTS = (
+    ("weights", "results.memory.weights_bytes", "#4e79a7"),
+    ("gradients", "results.memory.gradients_bytes", "#f28e2b"),
+    ("optimizer state", "results.memory.optimizer_bytes", "#59a14f"),
+    ("activations", "results.memory.activations_bytes", "#e15759"),
+)
+PEAK = "results.memory.peak_bytes"
+UNITS = (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0))
+
+_PLOT_WIDTH = 520.0
+_ROW = 24.0
+_BAR = 14.0
+_TOP = 30.0  # the legend
+_CHAR = 6.6  # average width of a 12px sans-serif character, for the label column
+_MAX_LABEL = 56
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _bytes(value: Any) -> float | None:
+    return float(value) if _is_number(value) and math.isfinite(value) and value >= 0 else None
+
+
+def has_memory(record: Mapping[str, Any]) -> bool:
+    """Whether the record has at least one memory figure to draw (above 0 bytes)."""
+    values = [_bytes(record.get(key)) for _, key, _ in PARTS] + [_bytes(record.get(PEAK))]
+    return any(v for v in values)
+
+
+def unit_for(largest: float) -> tuple[str, float]:
+    """The unit that shows ``largest`` bytes as a number of at least 1 (bytes below 1 KiB).
+
+    >>> unit_for(38440.0), unit_for(5 * 1024**3)
+    (('KiB', 1024.0), ('GiB', 1073741824.0))
+    """
+    return next(((n, s) for n, s in UNITS if largest >= s), UNITS[-1])
+
+
+def bytes_text(value: float) -> str:
+    """``38,440 B (37.54 KiB)``: exact bytes, then in the unit that suits them."""
+    name, size = unit_for(value)
+    exact = f"{value:,.0f} B"
+    return exact if size == 1.0 else f"{exact} ({value / size:,.2f} {name})"
+
+
+def nice_step(span: float, ticks: int = 5) -> float:
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) for about ``ticks``
+    intervals over ``span``.
+
+    >>> nice_step(37.5), nice_step(1000.0), nice_step(0.2)
+    (10.0, 200.0, 0.05)
+    """
+    if span <= 0:
+        return 1.0
+    raw = span / ticks
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * power >= raw)
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= _MAX_LABEL else label[: _MAX_LABEL - 1] + "…"
+
+
+def _legend(x0: float, peak: bool) -> list[str]:
+    items = [(name, colour) for name, _, colour in PARTS]
+    parts, x = [], x0
+    for name, colour in items:
+        parts.append(f'<rect x="{x:.1f}" y="8" width="12" height="12" fill="{colour}"/>'
+                     f'<text x="{x + 16:.1f}" y="18">{_esc(name)}</text>')
+        x += 16 + len(name) * _CHAR + 14
+    if peak:
+        parts.append(f'<line x1="{x + 6:.1f}" x2="{x + 6:.1f}" y1="6" y2="22" stroke="#1f2328" '
+                     f'stroke-width="3"/><text x="{x + 14:.1f}" y="18">peak (allocator)</text>')
+    return parts
+
+
+def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """A stacked bar per ``(label, record)`` that has memory figures; ``""`` when none has.
+
+    Each segment is a ``<rect class="seg">`` carrying ``data-part`` and ``data-bytes``,
+    its width proportional to the bytes on the shared axis; the peak is a
+    ``<g class="peak">`` with ``data-bytes``; each has a tooltip with the exact bytes.
+    """
+    drawn = [(label, record) for label, record in rows if has_memory(record)]
+    if not drawn:
+        return ""
+    totals = [sum(_bytes(r.get(key)) or 0.0 for _, key, _ in PARTS) for _, r in drawn]
+    peaks = [_bytes(r.get(PEAK)) for _, r in drawn]
+    largest = max([*totals, *(p for p in peaks if p is not None)])
+    unit, size = unit_for(largest)
+    step = nice_step(largest / size)
+    domain = math.ceil(largest / size / step) * step * size  # bytes at the axis's end
+    left = min(max(len(_short(label)) for label, _ in drawn), _MAX_LABEL) * _CHAR + 12
+    right = 130.0  # room for the totals written after the longest bar
+    width = left + _PLOT_WIDTH + right
+    axis_y = _TOP + _ROW * len(drawn) + 4
+    height = axis_y + 44
+
+    def x_of(value: float) -> float:
+        return left + value / domain * _PLOT_WIDTH
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="memory-chart" role="img" '
+        f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'font-family="system-ui,sans-serif" font-size="12" fill="#1f2328">',
+        f"<title>{_esc(f'memory breakdown of {len(drawn)} experiment(s), in {unit}')}</title>",
+        *_legend(left, any(p is not None for p in peaks)),
+    ]
+    ticks = round(domain / size / step)
+    for i in range(ticks + 1):
+        value = i * step
+        x = x_of(value * size)
+        out.append(f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{_TOP - 4:.1f}" y2="{axis_y:.1f}" '
+                   f'stroke="#d0d7de"/><text x="{x:.2f}" y="{axis_y + 16:.1f}" '
+                   f'text-anchor="middle">{_esc(f"{value:,.10g}")}</text>')
+    out.append(f'<text class="axis-title" x="{left + _PLOT_WIDTH / 2:.1f}" y="{axis_y + 36:.1f}" '
+               f'text-anchor="middle">{_esc(f"memory ({unit})")}</text>')
+    for row, ((label, record), total, peak) in enumerate(zip(drawn, totals, peaks, strict=True)):
+        y = _TOP + row * _ROW + (_ROW - _BAR) / 2
+        out.append(f'<g class="row"><title>{_esc(label)}</title><text x="{left - 8:.1f}" '
+                   f'y="{y + _BAR - 3:.1f}" text-anchor="end">{_esc(_short(label))}</text></g>')
+        x = left
+        for name, key, colour in PARTS:
+            part = _bytes(record.get(key))
+            if not part:
+                continue
+            w = part / domain * _PLOT_WIDTH
+            out.append(
+                f'<rect class="seg" data-part="{_esc(name)}" data-bytes="{part:.0f}" '
+                f'x="{x:.4f}" y="{y:.1f}" width="{w:.4f}" height="{_BAR:.1f}" fill="{colour}">'
+                f"<title>{_esc(f'{label}: {name} {bytes_text(part)}')}</title></rect>")
+            x += w
+        if total:
+            # After the bar, and after the peak's mark where that lies further right.
+            text_x = max(x, x_of(peak) if peak is not None else x) + 6
+            out.append(f'<text class="total" x="{text_x:.1f}" y="{y + _BAR - 3:.1f}">'
+                       f"{_esc(f'{total / size:,.4g} {unit}')}</text>")
+        if peak is not None:
+            px = x_of(peak)
+            out.append(
+                f'<g class="peak" data-bytes="{peak:.0f}"><title>'
+                f"{_esc(f'{label}: allocator peak {bytes_text(peak)}')}</title>"
+                f'<line x1="{px:.4f}" x2="{px:.4f}" y1="{y - 3:.1f}" y2="{y + _BAR + 3:.1f}" '
+                f'stroke="#1f2328" stroke-width="3"/></g>')
+    out.append("</svg>")
+    return "\n".join(out)

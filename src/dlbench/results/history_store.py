@@ -1,0 +1,372 @@
+"""The history store: every imported record with its environment and time, for years.
+
+Two backends behind one small interface (:class:`HistoryStore`):
+
+- an SQLite file, for one person or one machine (``--store history.sqlite``; the
+  default is :func:`default_store`);
+- a PostgreSQL database, for a team whose machines and Slurm jobs all write to one
+  history (``--store postgresql://user@host/db``; any libpq connection URI). The
+  driver, psycopg 3, is imported only for such a store, so dlbench runs without it.
+
+Both hold one table, ``history_records``, keyed by ``(run_id, exp_id)``: importing a
+run again replaces its rows instead of adding them. Each import is one transaction
+that writes its rows in key order, so concurrent importers neither lose rows nor
+deadlock (PostgreSQL's ``INSERT ... ON CONFLICT`` is atomic; SQLite takes its write
+lock up front and waits up to a minute for another writer). The SQLite file is in
+WAL mode, whose locking needs one machine's shared memory: it is not for a network
+file system; several machines share a PostgreSQL store instead.
+
+Format history (``history_meta.format_version``):
+
+1. ``history_records(run_id, exp_id, run_time, record_time, config_key, status,
+   revision, source, imported, config, environment, results)``; times are ISO 8601
+   text in UTC; ``config``, ``environment`` and ``results`` are JSON (``jsonb`` in
+   PostgreSQL, queryable there: ``results->>'results.throughput'``).
+
+Example::
+
+    with open_history("history.sqlite") as store:
+        added, replaced = store.put(rows)
+        rows = store.rows()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from dlbench.errors import ResultsError
+from dlbench.results.history_records import HistoryRow
+
+#: The newest history format this code reads and writes (see the module's history).
+FORMAT_VERSION = 1
+
+#: The history file's name in the default directory.
+DEFAULT_FILENAME = "history.sqlite"
+
+#: How long a writer waits for another process's transaction before giving up.
+_BUSY_TIMEOUT_S = 60.0
+
+#: Any number, shared by every dlbench: the PostgreSQL lock that serialises creating
+#: the tables, so that two first importers do not both try.
+_SCHEMA_LOCK = 0x646C62656E6368
+
+_COLUMNS = ("run_id", "exp_id", "run_time", "record_time", "config_key", "status",
+            "revision", "source", "imported", "config", "environment", "results")
+_JSON_COLUMNS = ("config", "environment", "results")
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_PASSWORD_RE = re.compile(r"(://[^:/@]*):[^@/]*@")
+_POSTGRES_PREFIXES = ("postgresql://", "postgres://")
+_ACCEPTED = "a file path (SQLite) or postgresql://[user[:password]@]host[:port]/database"
+
+
+def _schema(json_type: str) -> list[str]:
+    return [
+        "CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        f"""CREATE TABLE IF NOT EXISTS history_records (
+            run_id TEXT NOT NULL, exp_id TEXT NOT NULL,
+            run_time TEXT NOT NULL, record_time TEXT NOT NULL,
+            config_key TEXT NOT NULL, status TEXT, revision TEXT, source TEXT,
+            imported TEXT NOT NULL, config {json_type} NOT NULL,
+            environment {json_type} NOT NULL, results {json_type} NOT NULL,
+            PRIMARY KEY (run_id, exp_id))""",
+        "CREATE INDEX IF NOT EXISTS history_records_series "
+        "ON history_records (config_key, run_time, record_time)",
+    ]
+
+
+def redact(spec: str) -> str:
+    """``spec`` with any password in a URL replaced by ``***``, for messages."""
+    return _PASSWORD_RE.sub(r"\1:***@", spec)
+
+
+def default_store() -> str:
+    """``$DLBENCH_HOME/history.sqlite``, else ``~/.dlbench/history.sqlite``: one
+    history per user across every run directory. (Not under ``~/.cache``, whose
+    contents may be deleted at any time: a history is data.)"""
+    home = os.environ.get("DLBENCH_HOME")
+    base = Path(home) if home else Path.home() / ".dlbench"
+    return str(base / DEFAULT_FILENAME)
+
+
+class HistoryStore(ABC):
+    """An open history. Usable as a context manager; :meth:`close` when done."""
+
+    #: ``sqlite`` or ``postgresql``.
+    kind = ""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+
+    @abstractmethod
+    def put(self, rows: Sequence[HistoryRow]) -> tuple[int, int]:
+        """Write ``rows`` in one transaction; ``(added, replaced)`` counts. A row whose
+        ``(run_id, exp_id)`` is there already replaces it."""
+
+    @abstractmethod
+    def rows(self) -> list[HistoryRow]:
+        """Every row, ordered by configuration, then run time, record time, exp_id."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """How many rows the history holds."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the connection."""
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _check_version(self, version: str | None) -> None:
+        if version is not None and int(version) > FORMAT_VERSION:
+            raise ResultsError(
+                f"history store {redact(self.spec)} has format {version}; this dlbench "
+                f"reads up to {FORMAT_VERSION}: upgrade dlbench")
+
+
+def _values(row: HistoryRow, imported: str) -> tuple[Any, ...]:
+    return (row.run_id, row.exp_id, row.run_time, row.record_time, row.config_key,
+            row.status, row.revision, row.source, imported,
+            json.dumps(row.config, sort_keys=True),
+            json.dumps(row.environment, sort_keys=True),
+            json.dumps(row.results, sort_keys=True))
+
+
+def _row(values: Sequence[Any]) -> HistoryRow:
+    named = dict(zip(_COLUMNS, values, strict=True))
+    for column in _JSON_COLUMNS:
+        if isinstance(named[column], str):  # SQLite: text; psycopg decodes jsonb itself
+            named[column] = json.loads(named[column])
+    del named["imported"]
+    return HistoryRow(**named)
+
+
+def _ordered(rows: Iterable[HistoryRow]) -> list[HistoryRow]:
+    # One key order in every writer: concurrent transactions then lock rows in the
+    # same order and cannot deadlock; duplicates within one import keep the last.
+    unique = {(row.run_id, row.exp_id): row for row in rows}
+    return [unique[key] for key in sorted(unique)]
+
+
+_SELECT = (f"SELECT {', '.join(_COLUMNS)} FROM history_records "
+           "ORDER BY config_key, run_time, record_time, exp_id")
+
+
+def _upsert(placeholder: str, json_placeholder: str) -> str:
+    """The statement that adds a row or replaces the one with its key."""
+    marks = (json_placeholder if c in _JSON_COLUMNS else placeholder for c in _COLUMNS)
+    return (
+        f"INSERT INTO history_records ({', '.join(_COLUMNS)}) VALUES ({', '.join(marks)}) "
+        "ON CONFLICT (run_id, exp_id) DO UPDATE SET "
+        + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[2:])
+    )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class SqliteHistory(HistoryStore):
+    """A history in one SQLite file."""
+
+    kind = "sqlite"
+
+    def __init__(self, spec: str, *, create: bool = True) -> None:
+        super().__init__(spec)
+        path = Path(spec).expanduser()
+        if path.is_dir():
+            raise ResultsError(f"history store {spec} is a directory, not an SQLite file")
+        if not path.exists():
+            if not create:
+                raise ResultsError(f"history store {spec} does not exist; import runs "
+                                   "into it first (dlbench history import)")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE below).
+            self._db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise ResultsError(f"history store {spec}: cannot open ({exc})") from exc
+        try:
+            found = self._prepare()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise ResultsError(f"history store {spec}: not a usable SQLite file ({exc})") from exc
+        except BaseException:
+            self._db.close()
+            raise
+        self._check_version(None if found is None else str(found[0]))
+
+    def _prepare(self) -> tuple[str] | None:
+        """Check the file, create the tables if need be; the format_version row."""
+        self._refuse_foreign()  # before anything is written to the file
+        # WAL: readers do not block the writer. synchronous=NORMAL: a commit does not
+        # wait for the disk; a power cut may lose the last imports, never corrupt the
+        # file, and importing a run again is harmless.
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _schema("TEXT"):
+                self._db.execute(statement)
+            found: tuple[str] | None = self._db.execute(
+                "SELECT value FROM history_meta WHERE key = 'format_version'").fetchone()
+            if found is None:
+                self._db.execute("INSERT INTO history_meta VALUES ('format_version', ?)",
+                                 (str(FORMAT_VERSION),))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return found
+
+    def _refuse_foreign(self) -> None:
+        """ResultsError for an SQLite file that holds tables but no history (a run's
+        results.sqlite given by mistake): a history's tables are not added to it."""
+        tables = {name for (name,) in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "history_meta" not in tables:
+            raise ResultsError(
+                f"--store {self.spec}: an SQLite file but not a dlbench history (tables: "
+                f"{', '.join(sorted(tables)[:5])}); name a new file or an existing history")
+
+    def put(self, rows: Sequence[HistoryRow]) -> tuple[int, int]:
+        imported = _now()
+        added = replaced = 0
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for row in _ordered(rows):
+                    exists = self._db.execute(
+                        "SELECT 1 FROM history_records WHERE run_id = ? AND exp_id = ?",
+                        (row.run_id, row.exp_id)).fetchone()
+                    self._db.execute(_upsert("?", "?"), _values(row, imported))
+                    added, replaced = (added, replaced + 1) if exists else (added + 1, replaced)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as exc:
+            raise ResultsError(f"history store {self.spec}: cannot write ({exc})") from exc
+        return added, replaced
+
+    def rows(self) -> list[HistoryRow]:
+        return [_row(values) for values in self._db.execute(_SELECT)]
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM history_records").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class PostgresHistory(HistoryStore):
+    """A history in a PostgreSQL database (psycopg 3, imported here)."""
+
+    kind = "postgresql"
+
+    def __init__(self, spec: str) -> None:
+        super().__init__(spec)
+        try:
+            import psycopg
+        except ImportError:
+            raise ResultsError(
+                f"history store {redact(spec)}: PostgreSQL needs the psycopg package "
+                "(pip install 'psycopg[binary]')") from None
+        self._errors = psycopg.Error
+        try:
+            self._db = psycopg.connect(spec)
+        except psycopg.Error as exc:
+            raise ResultsError(
+                f"history store {redact(spec)}: cannot connect "
+                f"({_first_line(exc)})") from None
+        try:
+            with self._db.transaction():
+                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                for statement in _schema("JSONB"):
+                    self._db.execute(statement)
+                self._db.execute(
+                    "INSERT INTO history_meta VALUES ('format_version', %s) "
+                    "ON CONFLICT (key) DO NOTHING", (str(FORMAT_VERSION),))
+                found = self._db.execute(
+                    "SELECT value FROM history_meta WHERE key = 'format_version'").fetchone()
+        except psycopg.Error as exc:
+            self._db.close()
+            raise ResultsError(
+                f"history store {redact(spec)}: cannot create its tables "
+                f"({_first_line(exc)})") from None
+        self._check_version(None if found is None else str(found[0]))
+
+    def put(self, rows: Sequence[HistoryRow]) -> tuple[int, int]:
+        imported = _now()
+        # xmax is 0 for a row this statement inserted, the updating transaction's id
+        # for one it replaced.
+        statement = _upsert("%s", "%s::jsonb") + " RETURNING (xmax = 0)"
+        added = replaced = 0
+        try:
+            with self._db.transaction():
+                for row in _ordered(rows):
+                    inserted = self._db.execute(statement, _values(row, imported)).fetchone()
+                    if inserted is not None and inserted[0]:
+                        added += 1
+                    else:
+                        replaced += 1
+        except self._errors as exc:
+            raise ResultsError(
+                f"history store {redact(self.spec)}: cannot write ({_first_line(exc)})"
+            ) from None
+        return added, replaced
+
+    def rows(self) -> list[HistoryRow]:
+        with self._db.transaction():
+            return [_row(values) for values in self._db.execute(_SELECT).fetchall()]
+
+    def count(self) -> int:
+        with self._db.transaction():
+            found = self._db.execute("SELECT COUNT(*) FROM history_records").fetchone()
+        return int(found[0]) if found else 0
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def check_store(spec: str) -> None:
+    """ResultsError, naming ``--store``, unless ``spec`` is a PostgreSQL URI or a path."""
+    if spec.startswith(_POSTGRES_PREFIXES):
+        return
+    if _URL_RE.match(spec):
+        raise ResultsError(f"--store {redact(spec)}: unknown kind of store; accepted: {_ACCEPTED}")
+    if not spec.strip():
+        raise ResultsError(f"--store is empty; accepted: {_ACCEPTED}")
+
+
+def open_history(spec: str, *, create: bool = True) -> HistoryStore:
+    """Open the history ``spec`` names: a ``postgresql://`` (or ``postgres://``) URI,
+    else an SQLite file path (created with its directory unless ``create`` is
+    false). ResultsError for another URL scheme, a store that cannot be opened, or
+    one written by a newer dlbench."""
+    check_store(spec)
+    if spec.startswith(_POSTGRES_PREFIXES):
+        return PostgresHistory(spec)
+    return SqliteHistory(spec, create=create)

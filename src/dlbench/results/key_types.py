@@ -1,0 +1,38 @@
+"""The type of a declared result key (:class:`ResultKey`) and the ways the values of
+several processes combine; the tables themselves are :mod:`dlbench.results.key_table`
+and the modules it gathers."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["AGGREGATES", "ResultKey"]
+
+
+class ResultKey(NamedTuple):
+    """One declared key (or family of keys, when ``name`` holds placeholders).
+
+    ``type`` is the JSON value's type as Python spells it (``float``,
+    ``list[float]``, ``dict``, ``object`` for any); ``unit`` is empty for a pure
+    number or text; ``fmt`` is the format specification a number is shown with
+    (``.2f``, ``.3g``, ``.1%``), empty for text and containers; ``aggregate`` says how
+    the values of several processes of one experiment (``exp.repeat`` runs,
+    ``exp.parallel_jobs`` copies) combine into its record: ``mean``, ``sum``,
+    ``max``, ``min``, ``all`` or ``any`` (of booleans), ``first`` (the same in every
+    process), ``concat`` (lists joined, texts comma-joined, in process order),
+    ``pooled`` (computed again from the joined ``results.time_data``),
+    ``recomputed`` (computed again from the combined figures) or ``none`` (not
+    combined: each process's own log keeps it).
+    """
+
+    name: str
+    type: str
+    unit: str
+    description: str
+    fmt: str = ""
+    aggregate: str = "none"
+
+
+#: The ways a key's values may combine (:attr:`ResultKey.aggregate`).
+AGGREGATES = ("mean", "sum", "max", "min", "all", "any", "first", "concat", "pooled",
+              "recomputed", "none")

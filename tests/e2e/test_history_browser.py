@@ -1,0 +1,108 @@
+"""The history page opened in headless Chromium: a chart per configuration, laid out,
+and the filter box hiding the charts of the other configurations.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package;
+skipped when any of them is missing. The driver is given by path, so selenium's
+manager never tries to download one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_history_import import history_cli_main, write_nights
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+selenium = pytest.importorskip("selenium", reason="selenium is not installed")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+    pytest.skip(
+        f"needs {CHROMIUM} and {CHROMEDRIVER} (Debian: apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
+
+MODELS = ("resnet50", "bert_base", "gpt2")
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of 30 nights of three configurations, resnet50 10 % slower at the end."""
+    root = tmp_path_factory.mktemp("history")
+    paths = write_nights(root / "runs", 30, step_at=22, step=-0.1, models=MODELS)
+    store = str(root / "h.sqlite")
+    assert history_cli_main(["import", *map(str, paths), "--store", store]) == 0
+    path = root / "history.html"
+    assert history_cli_main(["html", "--store", store, "--output", str(path)]) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1100,900",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        options.add_argument(argument)
+    options.binary_location = str(CHROMIUM)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    browser = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    browser.set_page_load_timeout(20)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+def _shown(driver: Any) -> list[str]:
+    return [s.find_element(By.TAG_NAME, "h2").text
+            for s in driver.find_elements(By.CSS_SELECTOR, "section.series") if s.is_displayed()]
+
+
+def test_history_page_charts_and_filter(page: Path, driver: Any) -> None:
+    driver.get(page.as_uri())
+    assert driver.title == "History of results.throughput"
+    sections = driver.find_elements(By.CSS_SELECTOR, "section.series")
+    assert len(sections) == len(MODELS)
+    for section in sections:
+        svg = section.find_element(By.TAG_NAME, "svg")
+        assert svg.size["width"] > 300  # laid out, not an empty box
+        assert len(section.find_elements(By.CSS_SELECTOR, "circle.dot")) == 30
+    regression = [s for s in sections if "resnet50" in s.find_element(By.TAG_NAME, "h2").text]
+    assert len(regression[0].find_elements(By.CSS_SELECTOR, "line.cp.bad")) == 1
+    # A dot's tooltip names its environment.
+    title = regression[0].find_element(By.CSS_SELECTOR, "circle.dot title")
+    assert "sys.framework_version: 2.3.0" in title.get_attribute("textContent")
+
+    box = driver.find_element(By.ID, "filter")
+    box.send_keys("bert")
+    shown = _shown(driver)
+    assert len(shown) == 1 and "bert_base" in shown[0]
+    assert driver.find_element(By.ID, "shown").text == "1"
+    box.clear()
+    box.send_keys("float16 gpt2")  # every word must match
+    assert [("gpt2" in s) for s in _shown(driver)] == [True]
+    box.clear()
+    box.send_keys("x")
+    box.send_keys("\b")  # an input event with the box empty again: everything back
+    assert len(_shown(driver)) == len(MODELS)
+
+    severe = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    assert severe == []

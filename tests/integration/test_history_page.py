@@ -1,0 +1,67 @@
+"""The history page as HTML text: a chart per configuration, confidence intervals and
+change points drawn, tooltips with the environment, and every value escaped."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from dlbench.report.history_changes import analyse_history
+from dlbench.report.history_page import render_history_page
+from dlbench.results.history_records import history_row
+from dlbench.results.history_store import open_history
+from tests.integration.test_history_import import history_cli, nightly_record, write_nights
+
+EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
+
+
+def test_a_chart_per_configuration_with_its_change_and_intervals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_nights(tmp_path / "runs", 30, step_at=22, step=-0.1)
+    store = str(tmp_path / "h.sqlite")
+    history_cli(["import", *map(str, paths), "--store", store, "--revision", "abc"], capsys)
+    page = tmp_path / "h.html"
+    status, out, _ = history_cli(["html", "--store", store, "--output", str(page)], capsys)
+    assert status == 0 and "2 configurations, 1 new regressions" in out
+    text = page.read_text()
+    assert text.count('<section class="series"') == 2
+    assert text.count('<circle class="dot"') == 60
+    assert text.count('<line class="ci"') == 60  # results.ci95_rel in every record
+    assert text.count('<line class="cp bad"') == 1
+    assert "sys.framework_version: 2.3.0 → 2.4.0" in text
+    assert "revision: abc" in text and "hw.device_name: NVIDIA A100" in text
+    assert "1 new regression(s)" in text
+    # Self-contained: no resource from anywhere.
+    assert not re.search(r'\b(src|href)="(?!#|data:)', text)
+
+
+def test_every_value_from_the_history_is_escaped() -> None:
+    rows = []
+    for night in range(12):
+        value = (100.0 if night < 6 else 50.0) + night % 3
+        record = nightly_record(EVIL, night, value, EVIL if night > 5 else "x")
+        record["hw.device_name"] = EVIL
+        record["user.note"] = EVIL
+        rows.append(history_row(record, run_id=EVIL, run_time=f"2024-01-{night + 1:02d}",
+                                revision=EVIL))
+    text = render_history_page(analyse_history(rows), source=EVIL)
+    # The change point's tooltip names the environment change, values and all.
+    assert text.count('<line class="cp bad"') == 1 and "sys.framework_version: x → " in text
+    assert text.count("<script") == 1  # the page's own
+    assert "onmouseover=" not in text.replace("onmouseover=&quot;", "")
+    assert EVIL not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&quot;onmouseover=&quot;alert(2)" in text
+
+
+def test_an_empty_history_is_an_error_naming_the_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "h.sqlite"
+    open_history(str(store)).close()
+    status, _, err = history_cli(
+        ["html", "--store", str(store), "--output", str(tmp_path / "x.html")], capsys)
+    assert status == 2 and "--metric results.throughput: no ok record" in err
+    assert not (tmp_path / "x.html").exists()

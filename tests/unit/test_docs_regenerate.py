@@ -1,0 +1,113 @@
+"""docs/regenerate: how a page is read, the shape of an output, and matching."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "docs" / "regenerate"
+
+
+@pytest.fixture(scope="module")
+def regen() -> ModuleType:
+    loader = importlib.machinery.SourceFileLoader("docs_regenerate", str(SCRIPT))
+    spec = importlib.util.spec_from_loader("docs_regenerate", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses look their module up while the class is built
+    sys.modules["docs_regenerate"] = module
+    loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("line", "masked"), [
+    # numbers alone, in flags, signed, with exponents, thousands and percentages
+    ("resnet18   4.39 ±3.3%   1,821.06", "resnet18 # ±#% #"),
+    ("-P fake.step_ms=10 took -1.5e-3 s", "-P fake.step_ms=# took # s"),
+    # a number inside a word is part of the name
+    ("fake(resnet50) vgg16 float32", "fake(resnet50) vgg16 float32"),
+    # exp.id and other hexadecimal ids; a short or letter-only word stays
+    ("077273253295b530  resnet18  deadbeef cafe", "<id> resnet18 deadbeef cafe"),
+    ("pytorch-resnet18-inference-077273253295b530.log", "pytorch-resnet18-inference-<id>.log"),
+    # dates and clock times
+    ("2024-05-01T12:30:45.123+02:00 then 2024-05-01", "<date> then <date>"),
+    ("elapsed 0:41 or 1:02:03", "elapsed <time> or <time>"),
+    # table rules and column widths
+    ("---------  -------  ====", "--- --- ==="),
+    ("  a     b  ", "a b"),
+    # the progress line: ETA or done, and the machine's instability note
+    ("[##########..........] 1/2 ok  exp.replica_batch=1: 994.32 samples/s "
+     "(unstable: only 3 timed batches (< 5)) (0.8 s) ETA 0:00:01",
+     "[##########..........] #/# ok exp.replica_batch=#: # samples/s (# s) <eta>"),
+    ("[####################] 2/2 ok  x: 3 samples/s (0.8 s) done",
+     "[####################] #/# ok x: # samples/s (# s) <eta>"),
+])
+def test_mask_line(regen: ModuleType, line: str, masked: str) -> None:
+    assert regen.mask_line(line) == masked
+
+
+def test_mask_line_drops_the_unstable_warning(regen: ModuleType) -> None:
+    assert regen.mask_line("Warning: 1 of 6 result(s) unstable: toy batch 8 ...") is None
+
+
+def test_match_same_shape_other_numbers(regen: ModuleType) -> None:
+    shown = ["exp.model  time", "-----  ----", "toy   1.5", "(exit status 2)"]
+    actual = ["exp.model      time", "---------  ------", "toy      123.25", "(exit status 2)"]
+    mapping, why = regen.match(shown, actual)
+    assert mapping == {0: 0, 1: 1, 2: 2, 3: 3} and why == ""
+
+
+def test_match_ellipsis_and_differences(regen: ModuleType) -> None:
+    assert regen.match(["a 1", "...", "z"], ["a 2", "b", "c", "z"])[0] == {0: 0, 2: 3}
+    assert regen.match(["a", "...", "z"], ["a", "z"])[0] == {0: 0, 2: 1}
+    assert regen.match(["a", "b"], ["a", "c"]) == (None, "line 2: shows 'b', got 'c'")
+    assert regen.match(["a"], ["a", "b"])[1] == "1 more line(s) than shown, first 'b'"
+    assert regen.match(["a", "b"], ["a"])[1] == "output ends before shown line 2: 'b'"
+    # a command that failed where the page shows it succeeding
+    assert regen.match(["ok"], ["ok", "(exit status 1)"])[0] is None
+
+
+def test_parse_page_markers(regen: ModuleType) -> None:
+    text = "\n".join([
+        "<!-- file: spec.yaml -->", "```yaml", "parameters: {}", "```",
+        "", "<!-- docs: setup: touch x -->", "```",
+        "$ dlbench plan --config spec.yaml \\", "    -P a=1", "out 1", "...",
+        "$ echo $?", "0", "```",
+        "<!-- docs: not run (needs a GPU) -->", "  ```", "  $ dlbench run -P exp.gpus=0",
+        "  done", "  ```",
+        "<!-- docs: cat files -->", "```", "$ cat a.jsonl", "{\"x\": 1}", "```",
+    ])
+    page = regen.parse_page(Path("p.md"), text)
+    first, second, gpu, cat = page.commands
+    assert first.text == "dlbench plan --config spec.yaml \\\n    -P a=1"
+    assert (first.line, first.shown, first.setup) == (8, ["out 1", "..."], ["touch x"])
+    assert first.files == {"spec.yaml": "parameters: {}\n"}
+    assert second.shown == ["0"] and not second.files and second.skip is None
+    assert (gpu.skip, gpu.shown, gpu.indent) == ("needs a GPU", ["done"], "  ")
+    assert cat.files == {"a.jsonl": "{\"x\": 1}\n"}
+
+
+def test_rewritten_keeps_the_ellipsis(regen: ModuleType) -> None:
+    command = regen.Command(1, "x", ["head 1", "...", "tail 9"], 0, 0, "")
+    assert regen.rewritten(command, ["head 2", "a", "b", "tail 3"]) == \
+        ["head 2", "...", "tail 3"]
+    # no longer the same shape: the whole new output, for a person to shorten again
+    assert regen.rewritten(command, ["other"]) == ["other"]
+
+
+def test_run_page_in_order_in_one_shell(regen: ModuleType, tmp_path: Path) -> None:
+    page_file = tmp_path / "p.md"
+    page_file.write_text("\n".join([
+        "<!-- file: in.txt -->", "```", "hello 1", "```", "```",
+        "$ mkdir d && cd d && pwd", "~/bench/d",
+        "$ cat ../in.txt; false", "hello 7", "(exit status 1)",
+        "$ echo $?", "1", "```", ""]))
+    assert regen.process(page_file, True, False, 60.0) == []
+    page_file.write_text(page_file.read_text().replace("hello 7\n", ""))
+    [line] = regen.process(page_file, True, False, 60.0)
+    assert line.endswith("p.md:8: mismatch: line 1: shows '(exit status #)', got 'hello #'")

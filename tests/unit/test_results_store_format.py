@@ -1,0 +1,134 @@
+"""The columnar store (format 2): values come back as they went in, shapes keep key
+order, one value per key is read without its table, and format 1 stores are
+converted when opened."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dlbench.errors import ResultsError
+from dlbench.results import store as store_module
+from dlbench.results.store import FORMAT_VERSION, Store
+
+ODD: dict[str, Any] = {
+    "exp.id": "odd",
+    "nan": math.nan, "negzero": -0.0, "inf": -math.inf, "big": 2**70, "small": -(2**63),
+    "true": True, "false": False, "null": None, "int": 3, "float": 3.0, "empty": "",
+    "nul": "a\x00b", "unicode": "é😀", "surrogate": "\ud800", "text_number": "16",
+    "list": [1, [2, {"a": None}]], "dict": {"k": [1.5]}, "empty_list": [], "empty_dict": {},
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a) == json.dumps(b)  # NaN == NaN, -0.0 != 0.0
+
+
+def test_every_kind_of_value_comes_back_with_its_type_and_key_order(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.sqlite") as store:
+        store.put(ODD)
+        store.put({"exp.id": "other", "int": 3.0, "true": 1, "negzero": 0.0})
+        odd, other = store.records()
+        assert list(odd) == list(ODD) and _same(odd, ODD)
+        assert _same(store.get("odd"), ODD)
+        assert _same(other, {"exp.id": "other", "int": 3.0, "true": 1, "negzero": 0.0})
+        scalars = store.records(series=False)[0]
+        assert list(scalars) == [k for k, v in ODD.items() if not isinstance(v, (list, dict))]
+
+
+def test_a_key_of_one_value_is_right_after_it_takes_another(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as first, Store(path) as second:
+        first.put({"exp.id": "a", "x": 1, "y": "same"})
+        first.put({"exp.id": "b", "x": 1, "y": "same"})
+        assert [r["x"] for r in first.records()] == [1, 1]
+        # Another connection (another runner process) changes the key's values.
+        second.put({"exp.id": "c", "x": 1.0, "y": "same"})
+        second.put({"exp.id": "a", "x": True, "y": "same"})
+        assert [r["x"] for r in first.records()] == [True, 1, 1.0]
+        assert [type(r["x"]) for r in first.records()] == [bool, int, float]
+        assert first.records(where={"x": 1}, keys=["exp.id"]) == [{"exp.id": "b"},
+                                                                   {"exp.id": "c"}]
+
+
+def test_scalars_and_series_under_one_key(tmp_path: Path) -> None:
+    records = [{"exp.id": "a", "r": [1.0, 2.0]}, {"exp.id": "b", "r": None},
+               {"exp.id": "c"}, {"exp.id": "d", "r": 4.5}]
+    with Store(tmp_path / "s.sqlite") as store:
+        store.put_many(records)
+        assert store.records() == records
+        assert store.records(series=False) == [{"exp.id": "a"}, *records[1:]]
+        assert store.records(keys=["r"], series=["r"]) == [
+            {"r": [1.0, 2.0]}, {"r": None}, {}, {"r": 4.5}]
+
+
+def test_put_many_is_put_one_by_one_in_one_transaction(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.sqlite") as store:
+        store.put({"exp.id": "z", "v": 0})
+        store.put_many([{"exp.id": "a", "v": 1}, {"exp.id": "z", "v": 2},
+                        {"exp.id": "a", "v": 3, "w": [1]}])
+        assert store.records() == [{"exp.id": "z", "v": 2}, {"exp.id": "a", "v": 3, "w": [1]}]
+        with pytest.raises(ValueError, match=r"exp\.id"):
+            store.put_many([{"exp.id": "b", "v": 4}, {"v": 5}])
+        with pytest.raises(TypeError):
+            store.put_many([{"exp.id": "b", "v": 4}, {"exp.id": "c", "v": object()}])
+        assert len(store) == 2 and store.get("b") is None
+
+
+def _v1_store(path: Path, rows: list[tuple[str, int, str | None, str, str]]) -> None:
+    """A store as format 1 wrote it (that code is gone; its schema is not)."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("CREATE TABLE experiments (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, "
+               "status TEXT, updated TEXT NOT NULL, record TEXT NOT NULL)")
+    db.execute("INSERT INTO meta VALUES ('format_version', '1')")
+    db.executemany("INSERT INTO experiments VALUES (?, ?, ?, ?, ?)", rows)
+    db.commit()
+    db.close()
+
+
+def test_a_format_1_store_is_converted_when_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "_MIGRATE_CHUNK", 2)  # three records: two chunks
+    path = tmp_path / "results.sqlite"
+    old = [
+        {"exp.id": "b", "exp.status": "ok", "results.time": 2.5, "results.time_data": [2, 3],
+         "results.stable": True, "x": math.nan},
+        {"exp.id": "a", "exp.status": "failure", "results.time": None},
+        {"exp.id": "c", "exp.model": "resnet50"},
+    ]
+    # seq, not the id or the row order, is the order of first storage.
+    _v1_store(path, [(r["exp.id"], seq, r.get("exp.status"), f"2026-01-0{seq}T00:00:00+00:00",
+                      json.dumps(r)) for seq, r in ((2, old[1]), (1, old[0]), (3, old[2]))])
+    with Store(path, create=False) as store:
+        assert _same(store.records(), [old[0], old[1], old[2]])
+        assert store.statuses() == {"b": "ok", "a": "failure"}
+        assert store.records(where={"results.time": {"$gt": 1}}, keys=["exp.id"]) == [
+            {"exp.id": "b"}]
+        store.put({"exp.id": "d"})
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta").fetchall() == [(str(FORMAT_VERSION),)]
+    assert db.execute("SELECT id, updated FROM experiments ORDER BY seq LIMIT 1").fetchall() == [
+        ("b", "2026-01-01T00:00:00+00:00")]
+    db.close()
+    with Store(path) as store:
+        assert [r["exp.id"] for r in store.records()] == ["b", "a", "c", "d"]
+
+
+def test_a_corrupt_format_1_store_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    _v1_store(path, [("a", 1, "ok", "2026-01-01T00:00:00+00:00", '{"exp.id": "a"}'),
+                     ("b", 2, "ok", "2026-01-01T00:00:00+00:00", "{not json")])
+    with pytest.raises(ResultsError, match="experiment b has a corrupt record"):
+        Store(path)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta").fetchall() == [("1",)]
+    assert db.execute("SELECT COUNT(*) FROM experiments").fetchone() == (2,)
+    db.close()
