@@ -7,8 +7,11 @@ Alternates (A B B A ...) three kinds of run, each ``--count`` processes long:
 - ``plain``: a hand-written script that builds the model and runs one training step
   (what the experiment itself needs: an optimizer's step also imports
   ``torch._dynamo``, which ``import torch`` does not);
-- ``dlbench``: ``dlbench run`` of the same one-batch experiment with
-  ``exp.repeat=<count>`` (one fresh worker per process, as a sweep has).
+- ``dlbench``: ``dlbench run`` of a sweep of ``--count`` such one-batch experiments
+  (``pytorch.seed`` 1 to ``--count``: the same work, distinct experiments), each
+  in a worker of its own as the local launcher starts it (forked by the fork server
+  under the default ``exp.fork_server=auto``; ``-P exp.fork_server=never`` measures
+  fresh interpreters).
 
 Prints seconds per process of each (median over ``--rounds``) and, on the last line,
 ``ratio=<dlbench per experiment / bare import>``.
@@ -50,12 +53,13 @@ def seconds(command: list[str], count: int) -> float:
 
 
 def sweep_seconds(args: argparse.Namespace, out: Path) -> float:
-    """Wall seconds per experiment of a ``dlbench run`` of ``args.count`` processes."""
+    """Wall seconds per experiment of a ``dlbench run`` of ``args.count`` experiments."""
+    seeds = ",".join(str(seed) for seed in range(1, args.count + 1))
     began = time.perf_counter()
     subprocess.run([sys.executable, "-m", "dlbench", "run", "--out", str(out),
                     "-P", "exp.model=toy", "-P", f"exp.phase={args.phase}",
                     "-P", "exp.num_warmup_batches=0", "-P", "exp.num_batches=1",
-                    "-P", f"exp.repeat={args.count}", "-P", "exp.rerun=always", *args.extra],
+                    "-V", f"pytorch.seed=[{seeds}]", "-P", "exp.rerun=always", *args.extra],
                    check=True, capture_output=True)
     return (time.perf_counter() - began) / args.count
 

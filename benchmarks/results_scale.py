@@ -12,12 +12,15 @@ memory (``ru_maxrss``) is its own; it includes the interpreter and its imports
 
 - ``write``: ``Store.put_many`` of the records, 10,000 per transaction (generating
   them is not timed);
-- ``report``: what ``dlbench report`` does: load the keys the report reads
-  (``table_report_keys``, and of the series only ``results.unstable_reasons``),
-  build the exploration report, render it as text;
-- ``query``: what ``dlbench query --where Q`` does: select in the store, load the
-  selected records (their scalars, and the lists of ``exp.*``), format the default
-  table (timed apart: ``choose_columns`` compares every ``exp.*`` value). Q is ``{"exp.model":
+- ``report``: what ``dlbench report`` does: build the exploration report of the
+  store a column at a time (``store_table_report``: the keys it uses, as arrays),
+  render it as text; with ``--record-report``, also the path taken for logs and
+  exported files: load the keys the report reads as dicts (``table_report_keys``, and
+  of the series only ``results.unstable_reasons``), build, render;
+- ``query``: what ``dlbench query --where Q`` does (``io.load_table``): select in the
+  store, find which ``exp.*`` parameters vary among the selected records in SQL, load
+  only the columns of the default table, format it (timed apart); then the command
+  itself, interpreter start included, fastest of ``--repeats``. Q is ``{"exp.model":
   "resnet50"}`` (1 record in 16) and ``{"exp.model": "resnet50", "exp.replica_batch":
   32}`` (1 in 128);
 - with ``--v1``, the same on a format-1 store (a JSON document per record, read whole
@@ -140,43 +143,62 @@ def _v1_records(path: str) -> list[dict[str, Any]]:
                                                        "ORDER BY seq")]
 
 
-def _report(path: str, v1: bool) -> dict[str, float]:
+def _report(path: str, v1: bool, records_only: bool = False) -> dict[str, float]:
     from dlbench.report.aggregate import SERIES_USED, table_report_keys
+    from dlbench.report.columnar import store_table_report
     from dlbench.report.grid import TIME
     from dlbench.report.render import render_report
     from dlbench.report.tables import build_table_report
     from dlbench.results.io import load_records
 
     began = time.perf_counter()
-    if v1:
-        records = _v1_records(path)
-    else:
-        records = load_records([path], keys=table_report_keys(TIME), series=SERIES_USED)
+    # What `dlbench report` does: a store's report a column at a time, else (or with
+    # records_only) the records' keys the report reads, loaded as dicts.
+    report = None if v1 or records_only else store_table_report([path], {}, "exploration")
+    columns = report is not None
+    if report is None:
+        if v1:
+            records = _v1_records(path)
+        else:
+            records = load_records([path], keys=table_report_keys(TIME), series=SERIES_USED)
     loaded = time.perf_counter()
-    text = "\n".join(render_report(build_table_report(records, "exploration"), "text"))
+    if report is None:
+        report = build_table_report(records, "exploration")
+    built = time.perf_counter()
+    text = "\n".join(render_report(report, "text"))
     done = time.perf_counter()
     assert "Exploration" in text
-    return {"seconds": done - began, "load": loaded - began, "build": done - loaded}
+    return {"seconds": done - began, "load": loaded - began, "build": done - loaded,
+            "render": done - built, "columns": float(columns)}
 
 
 def _query(path: str, v1: bool, query: dict[str, Any]) -> dict[str, float]:
-    from dlbench.results.io import load_selected
+    from dlbench.results.io import load_table
     from dlbench.results.query import select_records
     from dlbench.results.text_table import choose_columns, format_table
 
     began = time.perf_counter()
     if v1:
         selected = select_records(_v1_records(path), query, "--where", path)
+        loaded = time.perf_counter()
+        columns = choose_columns(selected, DEFAULTS)
     else:
-        # What the table needs: its default columns, and exp.* (choose_columns shows
-        # the parameters that vary); the lists of those only.
-        selected = load_selected([path], query, "--where", path, series=[*DEFAULTS, "exp.*"])
-    loaded = time.perf_counter()
-    columns = choose_columns(selected, DEFAULTS)
-    lines = format_table(selected, columns, fmt="text", floatfmt="{:.2f}")
+        # What dlbench query does: the columns chosen in SQL, only their values read.
+        selected, columns = load_table([path], query, "--where", path, preferred=DEFAULTS)
+        loaded = time.perf_counter()
+    lines = format_table(selected, columns, fmt="text")
     done = time.perf_counter()
     return {"seconds": done - began, "select": loaded - began, "table": done - loaded,
             "records": float(len(lines) - 2)}
+
+
+def _command(path: str, query: dict[str, Any]) -> float:
+    """Wall time of the command itself, ``dlbench query --input PATH --where Q`` printing
+    its default table (to /dev/null), interpreter start included."""
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "dlbench", "query", "--input", path, "--where",
+                    json.dumps(query)], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - began
 
 
 def _child(job: Callable[..., dict[str, float]], *args: Any) -> dict[str, float]:
@@ -207,10 +229,23 @@ def main() -> None:
     parser.add_argument("--v1-max", type=int, default=100_000,
                         help="largest size measured with --v1 (default 100000)")
     parser.add_argument("--dir", help="where the stores go (default: a temporary directory)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="keep the stores in DIR and reuse one already there instead of "
+                             "writing it again (a million records take minutes to write)")
+    parser.add_argument("--record-report", action="store_true",
+                        help="also time the report built from records loaded as dicts, "
+                             "the path `dlbench report` takes for logs and exported files")
+    parser.add_argument("--no-report", action="store_true",
+                        help="measure writing and queries only, not the report")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of the dlbench query command, each timed (default 3)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         work = Path(tmp)
+        kept = Path(args.keep) if args.keep else None
+        if kept is not None:
+            kept.mkdir(parents=True, exist_ok=True)
         template = real_record(work)
         print(f"template record: {len(template)} keys, {len(json.dumps(template))} bytes "
               f"of JSON, {len(template['results.time_data'])} batch times")
@@ -219,20 +254,35 @@ def main() -> None:
             layouts = [False, True] if args.v1 and n <= args.v1_max else [False]
             for v1 in layouts:
                 name = "v1" if v1 else "v2"
-                path = str(work / f"{name}-{n}.sqlite")
-                w = measure(_write, path, n, template, v1)
-                print(f"{name} n={n:>8,} write  {w['seconds']:8.2f} s  "
-                      f"({n / w['seconds']:,.0f} records/s, file {w['size_mb']:,.0f} MB, "
-                      f"peak {w['peak_mb']:,.0f} MB)")
-                r = measure(_report, path, v1)
-                print(f"{name} n={n:>8,} report {r['seconds']:8.2f} s  (load {r['load']:.2f} s, "
-                      f"build and render {r['build']:.2f} s, peak {r['peak_mb']:,.0f} MB)")
+                path = str((kept or work) / f"{name}-{n}.sqlite")
+                if kept is not None and Path(path).is_file():
+                    print(f"{name} n={n:>8,} write  (reusing {path})")
+                else:
+                    w = measure(_write, path, n, template, v1)
+                    print(f"{name} n={n:>8,} write  {w['seconds']:8.2f} s  "
+                          f"({n / w['seconds']:,.0f} records/s, file {w['size_mb']:,.0f} MB, "
+                          f"peak {w['peak_mb']:,.0f} MB)")
+                reports = [False, True] if args.record_report and not v1 else [False]
+                for records_only in [] if args.no_report else reports:
+                    r = measure(_report, path, v1, records_only)
+                    built = r["seconds"] - r["render"] - (0.0 if r["columns"] else r["load"])
+                    how = ("a column at a time: read and built" if r["columns"] else
+                           f"records: loaded {r['load']:.2f} s, built")
+                    print(f"{name} n={n:>8,} report {r['seconds']:8.2f} s  ({how} {built:.2f} s, "
+                          f"rendered {r['render']:.2f} s, peak {r['peak_mb']:,.0f} MB)")
                 for query in QUERIES:
                     q = measure(_query, path, v1, query)
                     print(f"{name} n={n:>8,} query  {q['seconds']:8.2f} s  (select and load "
                           f"{q['select']:.2f} s, table {q['table']:.2f} s, "
                           f"{int(q['records']):,} records, peak {q['peak_mb']:,.0f} MB) "
                           f"{json.dumps(query)}")
+                    if not v1:
+                        runs = [_command(path, query) for _ in range(args.repeats)]
+                        print(f"{name} n={n:>8,} dlbench query {min(runs):6.2f} s (fastest of "
+                              f"{args.repeats}, median {sorted(runs)[len(runs) // 2]:.2f} s) "
+                              f"{json.dumps(query)}")
+                if kept is not None:
+                    continue
                 Path(path).unlink()
                 for extra in ("-wal", "-shm"):
                     Path(path + extra).unlink(missing_ok=True)

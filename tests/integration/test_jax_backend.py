@@ -168,3 +168,17 @@ def test_cli_runs_data_parallel_on_two_cpu_devices(dlbench: CliRunner, tmp_path:
                       "--out", str(out))
     assert refused.returncode == 2
     assert "is not defined for framework jax" in refused.stderr
+
+
+def test_training_state_holds_the_dropout_key_as_raw_data(tmp_path: Path) -> None:
+    # A typed key array among a compiled call's arguments costs microseconds of
+    # dispatch in every step; the state carries the key's uint32 data instead.
+    backend = _backend(tmp_path, **{"exp.phase": "training", "exp.replica_batch": 2})
+    try:
+        backend.setup()
+        assert backend.state["rng"].dtype == jnp.uint32
+        backend.step(0)
+        backend.synchronize()
+        assert int(backend.state["step"]) == 1
+    finally:
+        backend.teardown()

@@ -128,8 +128,9 @@ def test_a_copy_over_its_memory_share_runs_out_of_memory(tmp_path: Path) -> None
     assert outcome.status == "failure"
     assert message.startswith(("copy 1 of 2: ", "copy 2 of 2: "))
     if outcome.record["results.copy_isolation"] == "rlimit":
-        assert "MemoryError" in message
-        assert message.endswith("(out of memory: the copy may use 200 MiB, "
-                                "exp.parallel_memory_mb, enforced by RLIMIT_DATA)")
+        assert "MemoryError" in message and "RSS" not in message
+        assert ": over the copy's memory cap of 200 MiB (exp.parallel_memory_mb; RLIMIT_DATA" \
+            in message
     else:  # the kernel's OOM killer, under the copy's cgroup
-        assert "out of memory" in message and "memory.max" in message
+        assert "memory cap of 200 MiB" in message and "memory.max" in message
+    assert message.count("out of memory") == 1

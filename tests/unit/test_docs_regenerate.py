@@ -34,6 +34,9 @@ def regen() -> ModuleType:
     # exp.id and other hexadecimal ids; a short or letter-only word stays
     ("077273253295b530  resnet18  deadbeef cafe", "<id> resnet18 deadbeef cafe"),
     ("pytorch-resnet18-inference-077273253295b530.log", "pytorch-resnet18-inference-<id>.log"),
+    # the CPU model says which machine ran the page
+    ("hw.cpu_model               Intel(R) Xeon(R) Processor", "hw.cpu_model <cpu>"),
+    ("AMD EPYC (cpu), measured 2026-11-22T01:53:37+00:00", "<cpu> (cpu), measured <date>"),
     # dates and clock times
     ("2024-05-01T12:30:45.123+02:00 then 2024-05-01", "<date> then <date>"),
     ("elapsed 0:41 or 1:02:03", "elapsed <time> or <time>"),
@@ -53,6 +56,13 @@ def test_mask_line(regen: ModuleType, line: str, masked: str) -> None:
 
 def test_mask_line_drops_the_unstable_warning(regen: ModuleType) -> None:
     assert regen.mask_line("Warning: 1 of 6 result(s) unstable: toy batch 8 ...") is None
+    # how many plain status lines a run prints depends on the machine's speed
+    assert regen.mask_line("running 2/4: resnet18 batch 32 - timed 40/100, 0:30 elapsed") is None
+
+
+def test_mask_line_a_bound_has_the_shape_of_a_number(regen: ModuleType) -> None:
+    assert regen.mask_line("p-value <0.0001 here") == regen.mask_line("p-value 0.0068 here")
+    assert regen.mask_line("a <b> tag") == "a <b> tag"
 
 
 def test_match_same_shape_other_numbers(regen: ModuleType) -> None:

@@ -25,6 +25,7 @@ from dlbench.launch.copies import (
     copy_experiment,
     plan_shares,
     wait_copies,
+    with_memory_cap,
 )
 from dlbench.launch.copy_limits import Limits
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
@@ -140,15 +141,22 @@ def test_combined_record_sums_throughput_and_averages_time() -> None:
 def test_failed_copy_names_itself_and_its_memory() -> None:
     experiment = {"exp.id": "abc", "exp.log_file": "x.log"}
     failed = {**_copy(2, 10.0, [10.0]), "exp.status": "failure",
-              "exp.status_msg": "MemoryError: (at fake.py:54 in setup)"}
+              "exp.status_msg": "out of memory in set-up (peak RSS 39.5 MiB): MemoryError: "
+                                "(at fake.py:54 in setup)"}
     killed = {**_copy(1, 10.0, [10.0]), "exp.status": "failure",
               "exp.status_msg": "worker killed by SIGTERM"}
-    record = copies_outcome(experiment, [killed, failed], 1, ["", "out of memory: x"], "rlimit")
+    record = copies_outcome(experiment, [killed, failed], 1, ["", "over the cap (x)"], "rlimit")
     assert record["exp.status"] == "failure"
+    # One "out of memory", the cap that was hit, and no RSS figure beside it.
     assert record["exp.status_msg"] == (
-        "copy 2 of 2: MemoryError: (at fake.py:54 in setup) (out of memory: x)")
+        "copy 2 of 2: out of memory in set-up: over the cap (x): MemoryError: "
+        "(at fake.py:54 in setup)")
     assert not any(k.startswith("results.") and k not in (
         "results.copies", "results.copy_isolation", "results.copy_log_files") for k in record)
+    assert with_memory_cap("worker killed by SIGKILL in set-up", "over the cap") == (
+        "out of memory: over the cap: worker killed by SIGKILL in set-up")
+    assert with_memory_cap("out of memory (peak RSS 1 GiB): MemoryError", "over the cap") == (
+        "out of memory: over the cap: MemoryError")
     timeout = [{**c, "exp.status": "timeout", "exp.status_msg": "timed out after 5 s"}
                for c in (killed, failed)]
     assert copies_outcome(experiment, timeout, None, ["", ""], "rlimit")[
@@ -179,8 +187,9 @@ def test_cgroup_v2_limits_are_written_and_removed(tmp_path: Path) -> None:
             assert (path / "cpuset.cpus").read_text() == cpu_list_text(share.cpus)
             assert str(path) in limits.note(share)
         (created[1] / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
-        assert "enforced by its cgroup's memory.max" in limits.out_of_memory(
-            shares[1], "worker killed by SIGKILL")
+        assert limits.out_of_memory(shares[1], "worker killed by SIGKILL") == (
+            "over the copy's memory cap of 100 MiB (exp.parallel_memory_mb; killed by the "
+            "kernel at its cgroup's memory.max)")
         assert limits.out_of_memory(shares[0], "worker killed by SIGKILL") == ""
         # The copy joins its cgroup from its own process, before it runs.
         child = subprocess.run(
@@ -206,7 +215,9 @@ def test_without_cgroup_controllers_affinity_and_rlimit_hold_the_copy(tmp_path: 
              "resource.getrlimit(resource.RLIMIT_DATA)[0])"],
             preexec_fn=limits.setup(share), capture_output=True, text=True, check=True)
         assert child.stdout.split() == [f"[{share.cpus[0]}]", str(256 * MIB)]
-        assert "enforced by RLIMIT_DATA" in limits.out_of_memory(share, "MemoryError: ")
+        assert limits.out_of_memory(share, "MemoryError: ") == (
+            "over the copy's memory cap of 256 MiB (exp.parallel_memory_mb; RLIMIT_DATA, "
+            "which counts memory allocated, resident or not)")
 
 
 def test_docker_copies_are_held_by_the_engine() -> None:

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from dlbench.measure.stats import combine_repeats, summarize_times
+from dlbench.measure.stats import (
+    ci95_half_width,
+    combine_repeats,
+    median_ci95_half_width,
+    sample_std,
+    summarize_times,
+)
 
 
 def test_summary_of_five_times_by_hand() -> None:
@@ -95,3 +101,14 @@ def test_one_process_keeps_its_own_interval() -> None:
     assert combined["results.repeat_time_std"] == 0.0
     with pytest.raises(ValueError):
         combine_repeats([])
+
+
+def test_median_interval_by_batch_medians_by_hand() -> None:
+    # n=16 -> 4 groups of 4; group medians 2.5, 3.5, 4.5, 5.5 (the 100 ms outlier is
+    # the top of its group and leaves its median at 3.5); sd = sqrt(5/3), t(3) = 3.182
+    # -> 3.182 * sqrt(5/3) / 2 = 2.054. The mean's interval swallows the outlier.
+    times = [1.0, 2.0, 3.0, 4.0, 2.0, 3.0, 4.0, 100.0, 3.0, 4.0, 5.0, 6.0, 4.0, 5.0, 6.0, 7.0]
+    assert median_ci95_half_width(times) == pytest.approx(3.182 * math.sqrt(5 / 3) / 2)
+    assert ci95_half_width(times) == pytest.approx(3.182 * sample_std(
+        [2.5, 27.25, 4.5, 5.5]) / 2)
+    assert median_ci95_half_width(times[:3]) is None

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlbench.results import parser
+from dlbench.results import export, parser
 from dlbench.results.export import dumps_records, write_records
 from dlbench.results.logfile import CUT_MARK
 from dlbench.results.logscan import ParseWarning, scan_bytes, scan_stream
+from dlbench.results.rawjson import NUMBER_LIST, RawJSON
 
 # Pieces of logs, clean and damaged: key lines of every kind of value, free text,
 # blanks, CRLF, brackets, a cut mark, a surrogate escape, control characters, bad
@@ -95,3 +96,67 @@ def test_streamed_files_are_the_bytes_the_whole_file_writers_wrote(
     ):
         assert write_records(iter(records), tmp_path / name) == count
         assert (tmp_path / name).read_bytes() == expected, name
+
+
+# Numbers as a log may hold them: json.dumps's own forms and others that decode to
+# the same value but are written differently (which must not be passed through).
+_NUMBERS = ["0", "-0", "7", "-12", "123456789012345678", "1234567890123456789", "0.0", "-0.0",
+            "2.5", "2.50", "100.0", "100.05", "0.0001", "0.00001", "1e-05", "1E5", "1.5e+16",
+            "0.30000000000000004", "0.1000000000000000055", "1234567.25", "12345678.5",
+            "3.14159265358979", "NaN", "Infinity", "-Infinity", "05", "1.", "true", '"x"']
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(_NUMBERS), min_size=1, max_size=40),
+       st.sampled_from([", ", ",", " , "]), st.booleans())
+def test_lists_kept_as_text_write_the_bytes_decoding_them_writes(
+    numbers: list[str], separator: str, placeholder_in_record: bool
+) -> None:
+    listed = "[" + separator.join(numbers) + "]"
+    text = f'__exp.id__="a"\n__results.time_data__={listed}\n__exp.status__="ok"\n'
+    if placeholder_in_record:  # a string of the record's own that reads as the placeholder
+        text += '__exp.note__="\\u0000raw"\n'
+    data = (text + f"__results.use.time__={listed}\n").encode()
+    raw = scan_bytes(data, "t.log", raw_lists=True)
+    decoded = scan_bytes(data, "t.log")
+    assert raw[1] == decoded[1]
+    assert export._log_json(raw[0]) == export.record_json(decoded[0])
+    if isinstance(raw[0].get("results.time_data"), RawJSON):
+        # Passed through only when it is exactly what json.dumps writes for the list.
+        assert json.dumps(json.loads(listed)) == listed
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.floats(), st.integers(-(10**20), 10**20)), min_size=8))
+def test_a_list_json_dumps_wrote_is_passed_through_when_the_pattern_takes_it(
+    values: list[float | int]
+) -> None:
+    listed = json.dumps(values)
+    if NUMBER_LIST.fullmatch(listed):
+        assert json.dumps(json.loads(listed)) == listed
+
+
+def test_dlbench_parse_writes_what_parse_logs_and_write_records_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dlbench.cli.main import main
+
+    _logs(tmp_path / "logs", 12)
+    for i in range(5):  # logs with batch times, kept as text on the way
+        times = [round(0.2 + i / 7 + k / 1000, 6) for k in range(30)]
+        (tmp_path / "logs" / f"t{i}.log").write_text(
+            f'__exp.id__="t{i}"\n__results.time_data__={json.dumps(times)}\n'
+            '__exp.status__="ok"\n')
+    records, warnings = parser.parse_logs([tmp_path / "logs"], jobs=1)
+    kept = scan_bytes((tmp_path / "logs" / "t1.log").read_bytes(), raw_lists=True)[0]
+    assert isinstance(kept["results.time_data"], RawJSON)
+    monkeypatch.setattr(parser, "PARALLEL_MIN_FILES", 8)  # two workers, as for many logs
+    monkeypatch.setattr(parser, "_TASK_FILES", 4)
+    assert main(["parse", str(tmp_path / "logs"), "--output", str(tmp_path / "o.json")]) == 0
+    assert (tmp_path / "o.json").read_text() == dumps_records(records)
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"dlbench: warning: {w}" for w in warnings] + [
+        f"{len(records)} record(s) written to {tmp_path / 'o.json'}"]
+    monkeypatch.setattr(parser, "PARALLEL_MIN_FILES", 256)
+    assert main(["parse", str(tmp_path / "logs")]) == 0
+    assert capsys.readouterr().out == dumps_records(records) + "\n"

@@ -62,7 +62,8 @@ QUERIES = [
     {"results.time_data": {"$gt": 1}}, {"results.time_data": 3.5}, {"results.time_data": None},
     {"sys.env": {"$exists": False}}, {"sys.env": {"$ne": "x"}}, {"exp.note": "é"},
     {"exp.note": "é\x00"}, {"exp.note": {"$gt": "é"}}, {"nothing": {"$exists": False}},
-    {"nothing": 1}, {"nothing": {"$ne": 1}},
+    {"nothing": 1}, {"nothing": {"$ne": 1}}, {"exp.model": "\U0010ffff"},
+    {"exp.model": "res\ud7ff"}, {"v": ["1", 1, "true"]}, {"exp.model": "z"},
     {"exp.model": "resnet", "exp.replica_batch": {"$lte": 16}, "v": {"$exists": True}},
 ]
 

@@ -184,13 +184,15 @@ class JaxBackend(JaxExtras, Backend):
         # torch.optim.SGD(momentum=0.9) does; adam has PyTorch's defaults.
         optimizer = optax.adam(rate) if name == "adam" else optax.sgd(rate, momentum=0.9)
         workload = self.workload
+        prng_impl = str(p["jax.prng_impl"])
         self.num_losses = int(p["exp.num_warmup_batches"]) + int(p["exp.num_batches"])
 
         def loss_of(state: dict[str, Any], params: Any, inputs: Any,
                     targets: Any) -> tuple[Any, Any]:
             """The loss of a step from ``state`` with ``params``, and the new batch-norm
             statistics."""
-            rngs = {"dropout": jax.random.fold_in(state["rng"], state["step"])}
+            key = jax.random.wrap_key_data(state["rng"], impl=prng_impl)
+            rngs = {"dropout": jax.random.fold_in(key, state["step"])}
             variables = {"params": params, "batch_stats": state["batch_stats"]}
             logits, updates = module.apply(variables, inputs, train=True, rngs=rngs,
                                            mutable=["batch_stats"])
@@ -216,7 +218,9 @@ class JaxBackend(JaxExtras, Backend):
             "opt_state": jax.jit(optimizer.init)(params),
             "step": jnp.zeros((), jnp.int32),
             "losses": jnp.zeros((self.num_losses,), jnp.float32),
-            "rng": dropout_key,
+            # The key's raw data: a typed key array among a call's arguments costs
+            # several microseconds of dispatch in every step (JAX 0.10, CPU).
+            "rng": jax.random.key_data(dropout_key),
         }, self.replicated)
         step = jax.jit(train_step, donate_argnums=0,
                        in_shardings=(self.replicated, batched, batched),

@@ -32,6 +32,11 @@ from dlbench.errors import WorkerError
 from dlbench.models.pytorch.workload_base import Batch, Workload
 from dlbench.models.pytorch.workloads import make_workload
 
+#: What the fork server (dlbench.launch.forkserver_main) imports beside this module, once
+#: for every worker it forks: an optimizer's first step imports torch._dynamo, as long to
+#: import as PyTorch itself.
+FORK_PRELOAD = ("torch._dynamo",)
+
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 

@@ -138,8 +138,12 @@ class TensorFlowBackend(TensorFlowExtras, Backend):
             start = time.perf_counter()
             self._wait(self.function(*self.batch))
             self.compile_time = time.perf_counter() - start
-            graph = self.function.get_concrete_function(*self.batch).graph
-        flops = graph_flops(graph)
+            concrete = self.function.get_concrete_function(*self.batch)
+        # On one device a step calls the traced graph itself: the tf.function would
+        # look its trace up again, inside a device scope entered for the purpose, on
+        # every step. The graph's operations keep the device they were traced on.
+        self.call: Callable[..., Any] = self.function if self.strategy is not None else concrete
+        flops = graph_flops(concrete.graph)
         self.flops = flops / (self.replica_batch * self.num_replicas) if flops else None
 
     @contextlib.contextmanager
@@ -277,8 +281,7 @@ class TensorFlowBackend(TensorFlowExtras, Backend):
         self.losses.append(loss)
 
     def step(self, index: int) -> None:
-        with self._calling():
-            output = self.function(*self.batch)
+        output = self.call(*self.batch)
         self.output = output
         if self.training:
             self._record_loss(index, output)

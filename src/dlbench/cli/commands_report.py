@@ -45,6 +45,17 @@ def _check_arguments(args: argparse.Namespace) -> None:
                                f"{args.report_type}")
 
 
+def _from_store(args: argparse.Namespace) -> Report | None:
+    """The exploration or scaling report of one store, computed a column at a time
+    (seconds for a million records); None when the input or the report is not one
+    that path covers. The output is the same either way."""
+    # Imported here: it brings NumPy, which the other reports do not all need.
+    from dlbench.report.columnar import store_table_report
+
+    query = parse_query(args.where, args.where_flag)
+    return store_table_report(args.input, query, args.report_type, args.target_variable)
+
+
 def build_report(args: argparse.Namespace, records: list[dict[str, Any]]) -> Report:
     """The report ``args`` ask for, of ``records``."""
     options = ReportOptions(target=args.target_variable, baseline=args.baseline)
@@ -54,8 +65,11 @@ def build_report(args: argparse.Namespace, records: list[dict[str, Any]]) -> Rep
 def report(args: argparse.Namespace) -> int:
     """Build the report, print it or write it to --output."""
     _check_arguments(args)
-    records = _selected(args)
-    built = build_report(args, records)
+    # An HTML page charts the records themselves: it always loads them.
+    built = None if args.format == HTML_FORMAT else _from_store(args)
+    if built is None:
+        records = _selected(args)
+        built = build_report(args, records)
     if args.format == HTML_FORMAT:
         # Imported here: only HTML pages need the charting code it pulls in.
         from dlbench.report.html import write_html_report

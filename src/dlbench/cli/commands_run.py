@@ -150,6 +150,15 @@ def _launcher(args: argparse.Namespace) -> Launcher:
     return chosen.create(options, _report)
 
 
+def _as_given(out_dir: str, out_flag: str | None) -> str:
+    """``out_dir`` as the user typed it: a relative ``--out`` is shown relative (the
+    paths printed then work from where the command was started, as the user wrote
+    them); anything else absolute."""
+    if out_flag and not Path(out_flag).is_absolute() and str(Path(out_flag).resolve()) == out_dir:
+        return os.path.normpath(out_flag)
+    return out_dir
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, then print the results table and where the files are.
 
@@ -176,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     for line in format_table(records, columns, headers):
         print(line)
     out_dirs = sorted({str(r["exp.out_dir"]) for r in records})
-    for out_dir in map(safe_text, out_dirs):
+    for out_dir in (safe_text(_as_given(d, args.out)) for d in out_dirs):
         print(f"\nRun directory: {out_dir}")
         print(f"  logs:    {Path(out_dir) / 'logs'}")
         print(f"  results: {Path(out_dir) / 'results.sqlite'}  (dlbench query --input {out_dir})")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +71,19 @@ def _has_spec(args: argparse.Namespace) -> bool:
 
 
 def experiment_states(
-    run_dir: Path, planned: list[dict[str, Any]]
+    run_dir: Path, planned: list[dict[str, Any]], series: bool | Collection[str] = True,
 ) -> list[dict[str, Any]]:
     """One row per experiment of ``run_dir`` (and of ``planned``, the sweep's plan
     when known): its parameters, ``state``, and for a recorded one its
     ``exp.status`` and ``exp.status_msg``. In plan order, then the store's, then
-    started experiments without a record."""
+    started experiments without a record. ``series``: which list and dict values of
+    the records are read (as :meth:`Store.records`)."""
     records: dict[str, dict[str, Any]] = {}
     if (run_dir / STORE_FILENAME).is_file():
         with Store.in_directory(run_dir, create=False) as store:
-            records = {str(r.get("exp.id")): r for r in store.records()}
+            # The table shows parameters and status only: the results' series (batch
+            # times, monitor samples) stay in the store unless JSON output asks for them.
+            records = {str(r.get("exp.id")): r for r in store.records(series=series)}
     started = _started(run_dir)
     if not records and not started and not planned:
         raise PathError(f"--input {run_dir}: no {STORE_FILENAME} and no experiments/ folder; "
@@ -109,7 +112,8 @@ def status(args: argparse.Namespace) -> int:
     if _has_spec(args):
         args.out = str(run_dir)  # plan it as `dlbench run --out DIR` did
         planned = planned_experiments(args)
-    rows = experiment_states(run_dir, planned)
+    rows = experiment_states(run_dir, planned,
+                             series=True if args.format == "json" else ["exp.*", "user.*"])
     counts = {state: sum(row["state"] == state for row in rows) for state in STATES}
     if args.format == "json":
         print(json.dumps({"run_dir": str(run_dir), "counts": counts, "experiments": rows},

@@ -67,6 +67,12 @@ PARTITION_PARAMS = [
           "RLIMIT_DATA (and why not a cgroup), or the container engine; written by dlbench "
           "into each copy's experiment file, so it is the first thing in the copy's log.",
           identity=False, settable=False),
+    Param("exp.fork_server", "str", "auto",
+          "How the local launcher starts a worker: `auto` forks it from a fork server that "
+          "imported the framework once (a one-replica PyTorch experiment on the CPU, no "
+          "container, copies, repeats or Nsight tool, on a machine with no GPU visible), else a "
+          "fresh `python -m dlbench.worker`; `never`: always a fresh interpreter.",
+          choices=("auto", "never"), identity=False),
 ]
 
 # Running the worker inside a container.

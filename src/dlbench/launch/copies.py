@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import subprocess
 import time
@@ -225,6 +226,22 @@ def combine_copies(
     return record
 
 
+#: The worker's out-of-memory lead: ``out of memory in set-up (peak RSS 39.5 MiB): ``.
+_WORKER_OOM = re.compile(r"^out of memory(?P<where>[^(:]*?)(?: \(peak RSS [^)]*\))?: ")
+
+
+def with_memory_cap(message: str, cap: str) -> str:
+    """A failed copy's ``message`` as one line that names the memory ``cap`` it hit
+    (:meth:`~dlbench.launch.copy_limits.Limits.out_of_memory`): ``out of memory in
+    set-up: over the copy's memory cap of 200 MiB (...): MemoryError (at ...)``. The
+    worker's own ``out of memory`` lead is replaced, not repeated, and its peak RSS
+    dropped: next to the cap it reads as the amount that hit it, which it need not be."""
+    found = _WORKER_OOM.match(message)
+    if found is None:  # e.g. killed by the kernel: no lead of the worker's
+        return f"out of memory: {cap}: {message}"
+    return f"out of memory{found.group('where').rstrip()}: {cap}: {message[found.end():]}"
+
+
 def copies_outcome(
     experiment: Mapping[str, Any],
     copies: Sequence[Mapping[str, Any]],
@@ -244,9 +261,9 @@ def copies_outcome(
     record.update(experiment)
     status, message = str(copy["exp.status"]), str(copy.get("exp.status_msg", ""))
     if status == "failure":  # a timeout or an interrupt is every copy's, not one's
-        message = f"copy {index + 1} of {len(copies)}: {message}"
         if memory_notes[index]:
-            message += f" ({memory_notes[index]})"
+            message = with_memory_cap(message, memory_notes[index])
+        message = f"copy {index + 1} of {len(copies)}: {message}"
     record["results.copies"] = len(copies)
     record["results.copy_isolation"] = mechanism
     record["results.copy_log_files"] = [str(c["exp.log_file"]) for c in copies]

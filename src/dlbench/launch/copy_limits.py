@@ -203,17 +203,24 @@ class Limits:
                 f"{self.why_not_cgroup}")
 
     def out_of_memory(self, share: Share, message: str) -> str:
-        """Why a failed copy failed, when it ran out of its memory share; else empty."""
+        """Which cap a failed copy hit, when it ran out of its memory share (e.g. ``over
+        the copy's memory cap of 200 MiB (exp.parallel_memory_mb; RLIMIT_DATA ...)``);
+        else empty. :func:`~dlbench.launch.copies.copies_outcome` puts it in the
+        copy's message."""
+        cap = f"over the copy's memory cap of {share.memory_mb} MiB (exp.parallel_memory_mb; "
         cgroup = self._cgroups.get(share.number)
         if cgroup is not None:
             with contextlib.suppress(OSError, ValueError):
                 events = dict(line.split() for line in
                               (cgroup / "memory.events").read_text().splitlines())
                 if int(events.get("oom_kill", 0)) > 0:
-                    return (f"out of memory: the copy may use {share.memory_mb} MiB, "
-                            f"exp.parallel_memory_mb, enforced by its cgroup's memory.max")
+                    return cap + "killed by the kernel at its cgroup's memory.max)"
         if any(text in message for text in _ALLOCATION_FAILURES):
-            held = "RLIMIT_DATA" if self.mechanism == "rlimit" else self.mechanism
-            return (f"out of memory: the copy may use {share.memory_mb} MiB, "
-                    f"exp.parallel_memory_mb, enforced by {held}")
+            if self.mechanism == "rlimit":
+                # RLIMIT_DATA counts what was allocated, resident or not: a copy can hit
+                # it with a peak RSS far below the cap, so the RSS is not the figure.
+                return cap + "RLIMIT_DATA, which counts memory allocated, resident or not)"
+            if self.mechanism == "cgroup":
+                return cap + "its cgroup's memory.max)"
+            return cap + f"{self.mechanism} --memory)"
         return ""

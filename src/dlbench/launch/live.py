@@ -30,11 +30,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from dlbench.errors import ConfigError
 from dlbench.launch.copies import wait_copies
 from dlbench.launch.deadline import Deadline
+from dlbench.launch.local import WorkerProcess
 from dlbench.launch.progress import Reporter, format_clock
 from dlbench.results.logfile import LINE_RE
 from dlbench.results.progress import PROGRESS_KEY, count, phase_text, rate
@@ -208,6 +209,20 @@ class _Worker:
         return self.value.get("phase") != before
 
 
+def _wait_some(processes: Sequence[WorkerProcess], timeout: float) -> tuple[int | None, bool]:
+    """:func:`~dlbench.launch.copies.wait_copies` (the index of the first process that
+    failed, and whether some still run after ``timeout`` seconds), which sleeps on
+    pidfds; a worker forked by the fork server is waited for on the server's socket,
+    which says at once when it ended."""
+    if len(processes) == 1 and not isinstance(processes[0], subprocess.Popen):
+        try:
+            code = processes[0].wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None, True
+        return (None if code == 0 else 0), False
+    return wait_copies(cast("Sequence[subprocess.Popen[bytes]]", processes), timeout)
+
+
 def _behind(worker: _Worker) -> tuple[int, int]:
     value = worker.value or {}
     return _PHASE_ORDER.get(str(value.get("phase")), -1), count(value, "done") or 0
@@ -268,13 +283,13 @@ class Watch:
         now = self.clock()
         return any(worker.deadline.expired(now) for worker in self.workers)
 
-    def wait(self, processes: Sequence[subprocess.Popen[bytes]]) -> tuple[int | None, bool]:
+    def wait(self, processes: Sequence[WorkerProcess]) -> tuple[int | None, bool]:
         """Wait until every process ended, one failed, or time ran out, showing the
         status meanwhile; the index of the first that failed (None when none did), and
         whether time ran out. A Ctrl-C (KeyboardInterrupt) passes through."""
         try:
             while True:
-                failed, waiting = wait_copies(processes, POLL_S)
+                failed, waiting = _wait_some(processes, POLL_S)
                 if not waiting:
                     return failed, False
                 self.poll()

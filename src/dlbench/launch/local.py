@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from typing import IO
+from typing import IO, Protocol
 
 _PR_SET_PDEATHSIG = 1
 
@@ -55,7 +55,24 @@ def start_worker(
     )
 
 
-def kill_worker(process: subprocess.Popen[bytes], grace_seconds: float = 3.0) -> None:
+class WorkerProcess(Protocol):
+    """What the runner needs of a worker process: a ``subprocess.Popen``, or a worker
+    forked by the fork server (:class:`~dlbench.launch.forkserver.ForkedWorker`)."""
+
+    pid: int
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once it ended (``-SIGNAL`` when killed), else None."""
+
+    def poll(self) -> int | None:
+        """The exit status, or None while it runs."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the end; ``subprocess.TimeoutExpired`` after ``timeout`` seconds."""
+
+
+def kill_worker(process: WorkerProcess, grace_seconds: float = 3.0) -> None:
     """Stop the worker and everything it started: SIGTERM to its process group, then
     SIGKILL if it is still there after ``grace_seconds``."""
     if process.poll() is not None:

@@ -17,7 +17,7 @@ resumed; an experiment that ran out of memory is itself run again under its
 
 Example::
 
-    memo = OutOfMemoryMemo(store.records())
+    memo = OutOfMemoryMemo(store.records(where=OOM_QUERY))
     blocker = memo.blocker(experiment)   # the failed record, or None
     memo.note(record)                    # after each experiment
 """
@@ -49,6 +49,11 @@ def memory_key(experiment: Mapping[str, Any]) -> str:
 
     key = {name: value for name, value in experiment.items() if counts(name)}
     return json.dumps(key, sort_keys=True, default=str)
+
+
+#: The records :func:`ran_out_of_memory` accepts, as a store query (selected in SQL, so
+#: a runner resuming a large run directory reads only those).
+OOM_QUERY = {"exp.status": "failure", FAILURE_KIND_KEY: "oom"}
 
 
 def ran_out_of_memory(record: Mapping[str, Any]) -> bool:

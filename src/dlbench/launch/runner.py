@@ -1,15 +1,15 @@
 """Run a planned sweep: one fresh worker process per experiment, one after another.
 
 For each experiment the runner writes the resolved parameters to
-``<out>/experiments/<exp.id>.json``, starts the worker with its output going to the
+``<out>/experiments/<exp.id>.json``, starts the worker (forked by the fork server
+where it suits: :mod:`dlbench.launch.forkserver`) with its output going to the
 experiment's log, waits for it under ``exp.timeout``, turns the log into a record and
-commits that record to the run directory's store in one transaction. Whatever happens
-to one worker (an exception, a crash, a signal, a hang, a NaN loss) marks only its
-own experiment, and the sweep goes on. Running the same sweep into the same run
-directory resumes it, following ``exp.rerun``. Larger batches of a configuration
-that ran out of memory are skipped (:mod:`dlbench.launch.memo`); SIGUSR1 stops the
-sweep after the running experiment, Ctrl-C and SIGTERM interrupt it
-(:mod:`dlbench.launch.signals`).
+commits it to the run directory's store. Whatever happens to one worker (an
+exception, a crash, a signal, a hang, a NaN loss) marks only its own experiment, and
+the sweep goes on. Running the same sweep into the same run directory resumes it,
+following ``exp.rerun``. Larger batches of a configuration that ran out of memory are
+skipped (:mod:`dlbench.launch.memo`); SIGUSR1 stops the sweep after the running
+experiment, Ctrl-C and SIGTERM interrupt it (:mod:`dlbench.launch.signals`).
 
 With ``exp.repeat=N`` the experiment is measured by N independent worker processes,
 one after another (as pyperf does: a fresh process is a fresh draw of memory layout,
@@ -47,11 +47,12 @@ from dlbench.launch.copies import (
 )
 from dlbench.launch.copy_limits import Limits
 from dlbench.launch.deadline import AUTO, timeout_bound
+from dlbench.launch.forkserver import ForkedWorker, Forks
 from dlbench.launch.interleave import run_interleaved
 from dlbench.launch.launchers import Launcher
 from dlbench.launch.live import LiveStatus, Watch, plain_seconds
-from dlbench.launch.local import kill_worker, start_worker
-from dlbench.launch.memo import OutOfMemoryMemo, skipped_record
+from dlbench.launch.local import WorkerProcess, kill_worker, start_worker
+from dlbench.launch.memo import OOM_QUERY, OutOfMemoryMemo, skipped_record
 from dlbench.launch.progress import Progress, Reporter, stability_note
 from dlbench.launch.records import combine_processes, rank_logs, worker_record, write_combined
 from dlbench.launch.signals import SignalState, hold_interrupts, sigterm_as_interrupt, sweep_signals
@@ -131,9 +132,10 @@ class Runner(Launcher):
         # Checked here, when the launcher is made, before anything is planned or written.
         self._plain_seconds = plain_seconds(os.environ)
         self._live: LiveStatus | None = None  # the running experiment's status (run())
-        self._progress: Progress | None = None
+        self._progress: Progress | None = None  # the sweep's (run())
         #: ``--interleave``: the repeats of the sweep round-robin (launch.interleave).
         self.interleave = False
+        self._forks = Forks(self.report)  # exp.fork_server=auto: launch.forkserver
 
     #: The record of a worker process from its log (kept as a method for subclasses).
     _record = staticmethod(worker_record)
@@ -151,7 +153,8 @@ class Runner(Launcher):
         return self._stores[out_dir]
 
     def close(self) -> None:
-        """Close every store opened."""
+        """Close every store opened, and stop the fork server."""
+        self._forks.close()
         for store in self._stores.values():
             store.close()
         self._stores.clear()
@@ -159,7 +162,7 @@ class Runner(Launcher):
     def memo(self, out_dir: Path) -> OutOfMemoryMemo:
         """The failed-batch memo of run directory ``out_dir``, from its store."""
         if out_dir not in self._memos:
-            self._memos[out_dir] = OutOfMemoryMemo(self.store(out_dir).records())
+            self._memos[out_dir] = OutOfMemoryMemo(self.store(out_dir).records(where=OOM_QUERY))
         return self._memos[out_dir]
 
     #: How many experiments :meth:`launch` is given at once: one, so that each starts
@@ -261,12 +264,14 @@ class Runner(Launcher):
                 return True
         return False
 
-    def _process_runner(self, experiment: Mapping[str, Any]) -> Any:
+    def _process_runner(
+        self, experiment: Mapping[str, Any]
+    ) -> Callable[..., tuple[dict[str, Any], bool]]:
         return self._run_copies if copy_count(experiment) > 1 else self._run_process
 
     def _run_one(self, experiment: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, Any], bool]:
         repeat = int(experiment.get("exp.repeat", 1) or 1)
-        run = self._run_copies if copy_count(experiment) > 1 else self._run_process
+        run = self._process_runner(experiment)
         if repeat <= 1:
             return run(experiment, out_dir)
         log_path = Path(experiment["exp.log_file"])
@@ -295,26 +300,32 @@ class Runner(Launcher):
             stale.unlink()
         interrupted = timed_out = False
         log_path.unlink(missing_ok=True)  # a rerun starts a fresh log
+        process: WorkerProcess | None = None
+        watch: Watch | None = None
         # Appending: with a plain write handle the worker's output would go at the
         # handle's own offset, over the lines its log writer appended.
         with open(log_path, "ab") as log:
-            process = start_worker(
-                worker_argv(experiment, exp_json, self.python), log, worker_env(experiment)
-            )
-            watch = self._watch(experiment, [(experiment, log_path)])
             try:
+                process = self._forks.start_worker(experiment, exp_json, log, self.python)
+                watch = self._watch(experiment, [(experiment, log_path)])
                 timed_out = watch.wait([process])[1]
                 if timed_out:
                     kill_worker(process)
-            except KeyboardInterrupt:
-                interrupted = True
-                hold_interrupts(self._signals)
-                kill_worker(process)
-            except BaseException:
-                kill_worker(process)
-                raise
-        return self._worker_record(experiment, log_path, process.returncode, timed_out,
-                                   interrupted, watch.ran), interrupted
+            except BaseException as error:
+                interrupted = isinstance(error, KeyboardInterrupt)
+                if interrupted:
+                    hold_interrupts(self._signals)
+                if process is not None:
+                    kill_worker(process)
+                if not interrupted:
+                    raise
+        if isinstance(process, ForkedWorker) and process.lost and not interrupted:
+            # Its server died under it (and took it along): not the experiment's doing.
+            self._forks.fail("the fork server died during an experiment")
+            return self._run_process(experiment, out_dir, suffix)
+        code = -2 if process is None or process.returncode is None else process.returncode
+        return self._worker_record(experiment, log_path, code, timed_out, interrupted,
+                                   watch.ran if watch is not None else 0.0), interrupted
 
     def _watch(self, experiment: Mapping[str, Any],
                workers: Sequence[tuple[Mapping[str, Any], Path]]) -> Watch:
@@ -327,9 +338,8 @@ class Runner(Launcher):
 
     def _worker_record(self, experiment: Mapping[str, Any], log_path: Path, returncode: int,
                        timed_out: bool, interrupted: bool, ran: float) -> dict[str, Any]:
-        """The record of one worker process; out of an ``auto`` timeout, its message
-        says how long (``ran`` seconds) the worker ran (the record keeps
-        ``exp.timeout=auto``)."""
+        """The record of one worker process; out of an ``auto`` timeout, its message says
+        how long (``ran`` seconds) the worker ran (the record keeps ``exp.timeout=auto``)."""
         shown = experiment
         if timed_out and experiment.get("exp.timeout") == AUTO:
             shown = {**experiment, "exp.timeout": round(ran)}

@@ -66,6 +66,17 @@ def t_quantile_975(df: int) -> float:
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
+def _group_statistic(values: Sequence[float], statistic: str) -> list[float]:
+    """The ``statistic`` (``mean`` or ``median``) of each of ``k = max(2, ⌊√n⌋)``
+    contiguous groups of ``values`` (trailing values that fill no group left out)."""
+    groups = max(2, math.isqrt(len(values)))
+    size = len(values) // groups
+    parts = [values[i * size:(i + 1) * size] for i in range(groups)]
+    if statistic == "mean":
+        return [mean(part) for part in parts]
+    return [percentile(part, 50) for part in parts]
+
+
 def ci95_half_width(values: Sequence[float]) -> float | None:
     """Half-width of a 95 % confidence interval of the mean of ``values`` by the
     method of batch means, or None for fewer than 4 values.
@@ -76,13 +87,31 @@ def ci95_half_width(values: Sequence[float]) -> float | None:
     group are left out); the group means are close to independent, and the interval
     is ``t(k-1) · sd(group means) / √k``.
     """
-    n = len(values)
-    if n < 4:
+    if len(values) < 4:
         return None
-    groups = max(2, math.isqrt(n))
-    size = n // groups
-    means = [mean(values[i * size:(i + 1) * size]) for i in range(groups)]
-    return t_quantile_975(groups - 1) * sample_std(means) / math.sqrt(groups)
+    means = _group_statistic(values, "mean")
+    return t_quantile_975(len(means) - 1) * sample_std(means) / math.sqrt(len(means))
+
+
+def median_ci95_half_width(values: Sequence[float]) -> float | None:
+    """Half-width of a 95 % confidence interval of the median batch time, by batch
+    medians, or None for fewer than 4 values.
+
+    The batch-means interval of :func:`ci95_half_width` with each group's median in
+    place of its mean: ``t(k-1) · sd(group medians) / √k`` over ``k = ⌊√n⌋``
+    contiguous groups. A group's median ignores the few batches a shared machine
+    makes several times slower (an interrupted thread), which move a group's mean
+    and so widen the mean's interval; contiguous groups keep consecutive batches'
+    correlation inside a group, as for the mean. Relative to the median of all
+    values it is ``results.ci95_median_rel``.
+
+    >>> median_ci95_half_width([10.0, 10.0, 10.0, 10.0, 50.0, 10.0, 10.0, 10.0, 10.0])
+    0.0
+    """
+    if len(values) < 4:
+        return None
+    medians = _group_statistic(values, "median")
+    return t_quantile_975(len(medians) - 1) * sample_std(medians) / math.sqrt(len(medians))
 
 
 def summarize_times(times_ms: Sequence[float]) -> dict[str, float | None]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import operator
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -56,6 +56,9 @@ _ENVIRONMENT_WITHIN = {
     "sys.framework_version": "exp.framework",
     "hw.device_name": "exp.device_type",
 }
+
+#: The environment keys compared only within each value of another key.
+ENVIRONMENT_WITHIN: Mapping[str, str] = _ENVIRONMENT_WITHIN
 
 #: The list values the exploration and scaling reports read (their warning about
 #: unstable results); they need no other series, so their records can be loaded with
@@ -168,10 +171,23 @@ def record_name(record: Record, index: int) -> str:
     return f"record #{index + 1}"
 
 
-def _named(names: Sequence[str]) -> str:
-    shown = ", ".join(names[:MAX_NAMED])
-    more = len(names) - MAX_NAMED
-    return shown + (f" and {more} more" if more > 0 else "")
+def skipped_warnings(
+    not_ok: Mapping[str, int], no_value: int, named: Sequence[str], target: str
+) -> list[str]:
+    """The warnings of :func:`usable_records`: how many records were skipped for each
+    ``exp.status`` that is not ok (``not_ok``), and how many (``no_value``) for having
+    no number in ``target``, of which the first ones are ``named``."""
+    warnings: list[str] = []
+    if not_ok:
+        reasons = ", ".join(f"{count} {status}" for status, count in sorted(not_ok.items()))
+        warnings.append(
+            f"{sum(not_ok.values())} record(s) skipped: exp.status is not ok ({reasons})"
+        )
+    if no_value:
+        more = no_value - len(named[:MAX_NAMED])
+        shown = ", ".join(named[:MAX_NAMED]) + (f" and {more} more" if more > 0 else "")
+        warnings.append(f"{no_value} record(s) skipped: no numeric {target}: {shown}")
+    return warnings
 
 
 def usable_records(
@@ -194,16 +210,7 @@ def usable_records(
             no_value.append(record_name(record, index))
         else:
             usable.append(record)
-    warnings: list[str] = []
-    if not_ok:
-        reasons = ", ".join(f"{count} {status}" for status, count in sorted(not_ok.items()))
-        warnings.append(
-            f"{sum(not_ok.values())} record(s) skipped: exp.status is not ok ({reasons})"
-        )
-    if no_value:
-        warnings.append(
-            f"{len(no_value)} record(s) skipped: no numeric {target}: {_named(no_value)}"
-        )
+    warnings = skipped_warnings(not_ok, len(no_value), no_value[:MAX_NAMED], target)
     if not usable:
         raise ResultsError(
             f"none of the {len(records)} selected record(s) has exp.status ok and a numeric "
@@ -223,6 +230,12 @@ def _identity(value: Any) -> Hashable:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return (type(value).__name__, value) if isinstance(value, bool) else value
     return json.dumps(value, sort_keys=True)
+
+
+def identity(value: Any) -> Hashable:
+    """What tells ``value`` apart when records are grouped: the value itself when it
+    is hashable, ``True`` apart from ``1``, lists and dicts by their JSON text."""
+    return _identity(value)
 
 
 def key_of(record: Record, keys: Sequence[str]) -> tuple[Hashable, ...]:
@@ -275,6 +288,12 @@ def identity_candidates(records: Iterable[Record], exclude: Iterable[str]) -> li
     present: set[str] = set()
     for record in records:
         present.update(record)
+    return identity_parameters(present, exclude)
+
+
+def identity_parameters(present: Container[str], exclude: Iterable[str]) -> list[str]:
+    """Registry parameters that define the measurement, are not derived, are not
+    ``user.*`` and are not in ``exclude``, among the keys ``present``; registry order."""
     excluded = set(exclude)
     return [
         p.name for p in REGISTRY

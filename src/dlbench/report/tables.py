@@ -32,7 +32,7 @@ Example::
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from dlbench.report.aggregate import (
@@ -70,13 +70,14 @@ from dlbench.report.grid import (
 )
 from dlbench.report.types import ReportOptions, ReportType
 
-__all__ = ["REPORT_TYPES", "TABLE_KINDS", "TIME", "Exploration", "StrongScaling", "WeakScaling",
-           "build_table_report", "effective_batch", "is_rate_variable", "is_time_variable",
-           "replicas", "time_title", "unstable_warning"]
+__all__ = ["REPORT_TYPES", "SEPARATE_TABLES", "TABLE_KINDS", "TIME", "Exploration",
+           "StrongScaling", "WeakScaling", "build_table_report", "effective_batch",
+           "is_rate_variable", "is_time_variable", "replicas", "summary_lines", "time_title",
+           "unstable_text", "unstable_warning"]
 
 #: What splits a report into groups of tables. Not the framework: comparing frameworks
 #: on one model is what DLBS was for, so they share a table, a row each.
-_SEPARATE_TABLES = tuple(key for key in SEPARATE_BY if key != "exp.framework")
+SEPARATE_TABLES = tuple(key for key in SEPARATE_BY if key != "exp.framework")
 
 
 class _TableKind(ReportType):
@@ -93,10 +94,18 @@ class _TableKind(ReportType):
         """The report of ``records`` (see :func:`build_table_report`)."""
         return build_table_report(records, self.name, options.target)
 
-    @abstractmethod
     def layout(self, records: list[dict[str, Any]]) -> tuple[list[str], list[str], list[str]]:
         """The row keys, the column keys, and the parameters that may further split a
         row when they differ within a cell."""
+        return self.layout_of(
+            model_rows(records), lambda exclude: identity_candidates(records, exclude))
+
+    @abstractmethod
+    def layout_of(
+        self, base: list[str], candidates: Callable[[list[str]], list[str]]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """:meth:`layout` from the first row keys (:func:`model_rows`) and a function
+        giving the identity parameters the records have, less those it is given."""
 
     @abstractmethod
     def column_label(self, column: ColKey, columns: Sequence[ColKey]) -> str:
@@ -138,6 +147,13 @@ class _TableKind(ReportType):
             cell: summarize([float(r[target]) for r in members])
             for cell, members in grid.cells.items()
         }
+        return self.tables_of(grid, means, group, target)
+
+    def tables_of(
+        self, grid: Grid, means: dict[tuple[RowKey, ColKey], Measured], group: dict[str, Any],
+        target: str,
+    ) -> list[Table]:
+        """The tables of a grid whose cells' means of ``target`` are ``means``."""
 
         def mean(row: RowKey, column: ColKey) -> Measured | None:
             return means.get((row, column))
@@ -154,14 +170,14 @@ class Exploration(_TableKind):
     title = "Exploration"
     rows_text, columns_text = "exp.model", "exp.replica_batch"
 
-    def layout(self, records: list[dict[str, Any]]) -> tuple[list[str], list[str], list[str]]:
+    def layout_of(
+        self, base: list[str], candidates: Callable[[list[str]], list[str]]
+    ) -> tuple[list[str], list[str], list[str]]:
         """Model rows, batch-size columns."""
-        base, axis = model_rows(records), ["exp.replica_batch"]
+        axis = ["exp.replica_batch"]
         # num_replicas is derived, yet two replica counts at one batch size are two
         # measurements (and two effective batches): split rather than average them.
-        candidates = [
-            "exp.num_replicas", *identity_candidates(records, [*SEPARATE_BY, *base, *axis])]
-        return base, axis, candidates
+        return base, axis, ["exp.num_replicas", *candidates([*SEPARATE_BY, *base, *axis])]
 
     def column_label(self, column: ColKey, columns: Sequence[ColKey]) -> str:
         """The batch size."""
@@ -190,10 +206,12 @@ class _Scaling(_TableKind):
     def efficiency(t1: float, t_n: float, count: float) -> float:
         """Efficiency, %, from the 1-replica and N-replica batch times."""
 
-    def layout(self, records: list[dict[str, Any]]) -> tuple[list[str], list[str], list[str]]:
+    def layout_of(
+        self, base: list[str], candidates: Callable[[list[str]], list[str]]
+    ) -> tuple[list[str], list[str], list[str]]:
         """Model x batch rows, replica-count columns."""
-        base, axis = [*model_rows(records), self.batch], ["exp.num_replicas", "exp.num_nodes"]
-        return base, axis, identity_candidates(records, [*SEPARATE_BY, *base, *LAYOUT])
+        base, axis = [*base, self.batch], ["exp.num_replicas", "exp.num_nodes"]
+        return base, axis, candidates([*SEPARATE_BY, *base, *LAYOUT])
 
     def column_label(self, column: ColKey, columns: Sequence[ColKey]) -> str:
         """The replica count, and the node count where one replica count has several."""
@@ -293,13 +311,19 @@ def unstable_warning(records: Sequence[dict[str, Any]]) -> str | None:
     unstable = [r for r in records if r.get("results.stable") is False]
     if not unstable:
         return None
-    named = []
-    for index, record in enumerate(unstable[:MAX_NAMED]):
+    return unstable_text(unstable[:MAX_NAMED], len(unstable), len(records))
+
+
+def unstable_text(named: Sequence[Mapping[str, Any]], count: int, total: int) -> str:
+    """The warning of :func:`unstable_warning`: ``count`` of ``total`` results are
+    unstable, of which ``named`` (the first :data:`MAX_NAMED`) are named."""
+    parts = []
+    for index, record in enumerate(named):
         reasons = record.get("results.unstable_reasons") or ["no reason recorded"]
         label = f"{record.get('exp.model', '?')} batch {record.get('exp.replica_batch', '?')}"
-        named.append(f"{label} ({record_name(record, index)}): {'; '.join(map(str, reasons))}")
-    more = len(unstable) - len(named)
-    return (f"{len(unstable)} of {len(records)} result(s) unstable: " + " | ".join(named)
+        parts.append(f"{label} ({record_name(record, index)}): {'; '.join(map(str, reasons))}")
+    more = count - len(parts)
+    return (f"{count} of {total} result(s) unstable: " + " | ".join(parts)
             + (f" | and {more} more" if more > 0 else ""))
 
 
@@ -324,17 +348,25 @@ def build_table_report(
     unstable = unstable_warning(usable)
     if unstable:
         report.warnings.append(unstable)
-    groups = split_groups(usable, _SEPARATE_TABLES)
+    groups = split_groups(usable, SEPARATE_TABLES)
     for group, members in groups:
         report.tables.extend(kind.group_tables(group, members, target))
+    report.summary = summary_lines(kind, len(usable), len(groups), len(model_rows(usable)) > 1)
+    return report
+
+
+def summary_lines(
+    kind: _TableKind, records: int, groups: int, frameworks: bool
+) -> list[str]:
+    """The summary of a report of ``kind`` over ``records`` usable records in
+    ``groups`` groups; ``frameworks``: whether several frameworks ran."""
     rows, columns = kind.rows_text, kind.columns_text
-    if len(model_rows(usable)) > 1:
+    if frameworks:
         rows = rows.replace("exp.model", "exp.model, exp.framework", 1)
-    report.summary = [
-        f"{len(usable)} record(s) in {len(groups)} group(s) of tables.",
+    return [
+        f"{records} record(s) in {groups} group(s) of tables.",
         f"Rows: {rows}, plus any other parameter that differs within a cell. "
         f"Columns: {columns}.",
         "A cell is the mean over the runs of one configuration; '±x%' is their sample sd "
         "as a percentage of the mean (shown when n > 1).",
     ]
-    return report

@@ -16,6 +16,7 @@ import contextlib
 import csv
 import gzip
 import io
+import itertools
 import json
 import os
 import secrets
@@ -27,6 +28,7 @@ from typing import IO, Any, Protocol
 
 from dlbench.errors import ResultsError
 from dlbench.results.parser import ParseWarning, iter_logs_as, stream_logs
+from dlbench.results.rawjson import RawJSON
 
 WRITE_FORMATS = (".json", ".json.gz", ".jsonl", ".csv")
 
@@ -214,8 +216,30 @@ def _write_texts(texts: Iterable[str], path: Path, kind: str) -> int:
     return count
 
 
+_PLACEHOLDER = "\x00raw"
+_WRITTEN = '"\\u0000raw"'  # how json writes the placeholder (it escapes NUL)
+
+
 def _log_json(record: dict[str, Any]) -> str | None:
-    return record_json(record) if record else None
+    """:func:`record_json` of a record read with ``raw_lists``: each list kept as its
+    JSON text (:class:`~dlbench.results.logscan.RawJSON`, what ``json.dumps`` would
+    write for it) goes into the text as it is, in place of a placeholder."""
+    if not record:
+        return None
+    raw = [key for key, value in record.items() if type(value) is RawJSON]
+    if not raw:
+        return record_json(record)
+    marked = dict(record)
+    for key in raw:
+        marked[key] = _PLACEHOLDER
+    parts = record_json(marked).split(_WRITTEN)
+    # A key or string of the record's own could read the same: then decode instead.
+    if len(parts) == len(raw) + 1:
+        # The placeholders are written in the record's order, the order of ``raw``.
+        texts = [record[key].text for key in raw]
+        return "".join(itertools.chain.from_iterable(zip(parts, [*texts, ""], strict=True)))
+    return record_json({key: value.value() if type(value) is RawJSON else value
+                        for key, value in record.items()})
 
 
 def write_logs(
@@ -242,7 +266,8 @@ def write_logs(
 
     def texts() -> Iterator[str]:
         listing: list[ParseWarning] = []
-        parsed = iter_logs_as(_log_json, paths, recursive, jobs=jobs, warnings=listing)
+        parsed = iter_logs_as(_log_json, paths, recursive, jobs=jobs, warnings=listing,
+                              raw_lists=True)
         for warning in listing:
             on_warning(warning)
         for text, warnings in parsed:

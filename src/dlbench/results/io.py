@@ -43,9 +43,11 @@ from dlbench.results.parser import ParseWarning, parse_logs
 from dlbench.results.query import distinct_values, filter_records, no_match_error
 from dlbench.results.store import STORE_FILENAME, Store
 from dlbench.results.store_columns import series_wanted
+from dlbench.results.store_read import Survey
+from dlbench.results.text_table import choose_columns, swept, table_columns
 
 __all__ = ["WRITE_FORMATS", "dump_records", "dumps_records", "load_dataframe", "load_records",
-           "load_selected", "write_atomically", "write_records"]
+           "load_selected", "load_table", "write_atomically", "write_records"]
 
 if TYPE_CHECKING:
     import pandas
@@ -269,6 +271,55 @@ def load_selected(
         raise ResultsError(f"{source} holds no records")
     raise no_match_error(query, flag, source, everything,
                          distinct_values(everything, list(query)))
+
+
+def _store_path(source: str | Path) -> Path | None:
+    """The store a source is, when it is one (a run directory's or a file)."""
+    path = Path(source)
+    if path.is_dir():
+        return path / STORE_FILENAME if (path / STORE_FILENAME).is_file() else None
+    return path if path.is_file() and _suffix(path) in (".sqlite", ".db") else None
+
+
+def load_table(
+    sources: Sequence[str | Path],
+    query: Mapping[str, Any],
+    flag: str,
+    source: str,
+    *,
+    preferred: Sequence[str],
+    columns: Sequence[str] | None = None,
+    parse_warnings: list[ParseWarning] | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """What a table of the records of ``sources`` matching ``query`` shows: those
+    records, with only the keys it needs, and its columns: ``columns`` when given,
+    else :func:`~dlbench.results.text_table.choose_columns`'s (``preferred``, then the
+    parameters that vary). Errors as :func:`load_selected`'s. A table shows a simulated
+    experiment's model with its framework, so ``exp.framework`` comes too.
+
+    From one store, the columns are chosen in SQL (which keys the selected records
+    have, which vary) and only their values are read: a query selecting thousands of
+    a million records reads a few columns of them, never a whole record.
+    """
+    store = _store_path(sources[0]) if columns is None and len(sources) == 1 else None
+    if store is not None:
+        chosen: list[str] = []
+
+        def choose(survey: Survey) -> list[str]:
+            chosen.extend(table_columns(preferred, survey.keys, survey.varying))
+            return [*chosen, "exp.framework"]
+
+        with Store(store, create=False) as opened:
+            _, records = opened.survey_records(where=query, surveyed=swept, choose=choose)
+        if records:
+            return records, chosen
+        # Nothing matched: load_selected says what exists.
+    if columns is not None:
+        keys = [*columns, "exp.framework"]
+        return load_selected(sources, query, flag, source, parse_warnings=parse_warnings,
+                             keys=keys), list(columns)
+    selected = load_selected(sources, query, flag, source, parse_warnings=parse_warnings)
+    return selected, choose_columns(selected, preferred)
 
 
 def load_dataframe(

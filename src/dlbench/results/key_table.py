@@ -221,6 +221,9 @@ _ENVIRONMENT = [
               "dlbench's git commit, when run from a checkout", "", "first"),
     ResultKey("sys.env", "dict", "",
               "environment variables that change performance, when set", "", "first"),
+    ResultKey("sys.worker_start", "str", "",
+              "how the worker started: fresh (its own interpreter) or forked (by the "
+              "fork server)", "", "first"),
     ResultKey("sys.cpu_affinity", "str", "", "CPUs the worker may run on, as a list",
               "", "none"),
     ResultKey("sys.cuda_driver_version", "str", "", "CUDA version of the driver", "",

@@ -29,8 +29,10 @@ Example::
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import json.scanner
+import operator
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from dlbench.results.logfile import CUT_MARK, LINE_RE
+from dlbench.results.rawjson import NUMBER_LIST, RawJSON
 
 #: Longest line decoded, in bytes; a longer one is skipped with a warning. A day's
 #: ``results.time_data`` at 1,000 batches a second is about 2 MB; this bound keeps a
@@ -263,14 +266,65 @@ _SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
     json.JSONDecoder())  # type: ignore[arg-type]
 # Control characters but the line ends and tabs of ordinary text (checked per name).
 _RARE_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# The same characters as bytes (UTF-8 never uses these bytes inside a longer
+# character), each translated to NUL: one C pass over a log finds them, where the
+# regular expression steps through it a character at a time.
+_RARE_BYTES = bytes([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+_RARE_TO_NUL = bytes.maketrans(_RARE_BYTES, bytes(len(_RARE_BYTES)))
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+
+#: Lists shorter than this are decoded even with ``raw_lists``: keeping one as text
+#: saves less than what writing it out costs.
+_RAW_MIN_CHARS = 64
 
 
-def _scan_clean(text: str, path: str) -> tuple[dict[str, Any], list[ParseWarning]]:
+def _decode_whole(
+    pairs: list[tuple[str, str]], raw_lists: bool
+) -> dict[str, Any] | None:
+    """The record of a plain log's key lines (see :func:`_scan_clean`) when every name
+    is a plain name and every value plainly whole JSON, decoded with no Python code
+    per line; None when any is not (then each line is looked at on its own)."""
+    raw_names, raw_values = zip(*pairs, strict=True)
+    names = list(map(str.strip, raw_names, itertools.repeat(_BLANK)))
+    texts = list(map(str.strip, raw_values, itertools.repeat(_BLANK)))
+    joined = "\n".join(names)
+    if not all(names) or not all(texts) or "\t" in joined or "\r" in joined:
+        return None
+    kept: list[int] = []
+    if raw_lists:
+        kept = [i for i, text in enumerate(texts)
+                if len(text) >= _RAW_MIN_CHARS and text[0] == "[" and NUMBER_LIST.fullmatch(text)]
+        scanned_texts = list(texts)
+        for i in kept:
+            scanned_texts[i] = "0"  # a stand-in, cheap to scan
+    else:
+        scanned_texts = texts
+    try:
+        scanned = list(map(_SCAN_ONCE, scanned_texts, itertools.repeat(0)))
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    # Whole JSON: the scanner stopped at the end of the text (it has no outer blanks).
+    if list(map(_SECOND, scanned)) != list(map(len, scanned_texts)):
+        return None
+    values = list(map(_FIRST, scanned))
+    for i in kept:
+        values[i] = RawJSON(texts[i])
+    # Later lines win, at the position of the first, as assigning them one by one does.
+    return dict(zip(names, values, strict=True))
+
+
+def _scan_clean(
+    text: str, path: str, raw_lists: bool = False, controls: bool | None = None
+) -> tuple[dict[str, Any], list[ParseWarning]]:
     """:func:`scan_stream` of a log that is valid UTF-8 and holds no NUL byte and no
     line longer than :data:`MAX_LINE_BYTES`: one regular expression finds every key
     line at once, and a value that is plainly whole JSON (the usual case) is decoded
     by the C scanner ``json.loads`` runs, without its Python wrapping. Anything else
-    goes through the same checks as :meth:`_Scan.line`, with the same warnings."""
+    goes through the same checks as :meth:`_Scan.line`, with the same warnings.
+    With ``raw_lists``, a list of numbers written as ``json.dumps`` writes it is kept
+    as its text (:class:`RawJSON`), checked by one regular expression. ``controls``:
+    whether the text may hold a control character other than tab and line ends (None:
+    look)."""
     scan = _Scan(path)
     cut = text.rfind("\n") + 1  # what follows the last line end was being written
     body, tail = text[:cut], text[cut:]
@@ -279,10 +333,17 @@ def _scan_clean(text: str, path: str) -> tuple[dict[str, Any], list[ParseWarning
     scan.key_lines = len(pairs)
     # Conditions under which _decode_value's rarer checks cannot fire for any value,
     # and _check_name's control characters cannot be in any name.
-    plain = (_CUT not in body and not _SURROGATE_ESCAPE.search(body)
-             and body.count("[") + body.count("{") <= MAX_DEPTH
-             and not _RARE_CONTROL.search(body))
+    if controls is None:
+        controls = _RARE_CONTROL.search(body) is not None
+    plain = (not controls and _CUT not in body
+             and not ("\\u" in body and _SURROGATE_ESCAPE.search(body))
+             and body.count("[") + body.count("{") <= MAX_DEPTH)
     record = scan.record
+    if plain and pairs:
+        whole = _decode_whole(pairs, raw_lists)
+        if whole is not None:
+            record.update(whole)
+            pairs = []  # every value was whole JSON: nothing left to check line by line
     starts: list[int] = []
     for index, (raw_name, raw_value) in enumerate(pairs):
         name = raw_name.strip(_BLANK)
@@ -308,14 +369,20 @@ def _scan_clean(text: str, path: str) -> tuple[dict[str, Any], list[ParseWarning
     return scan.finish()
 
 
-def scan_bytes(data: bytes, path: str = "<bytes>") -> tuple[dict[str, Any], list[ParseWarning]]:
+def scan_bytes(
+    data: bytes, path: str = "<bytes>", *, raw_lists: bool = False
+) -> tuple[dict[str, Any], list[ParseWarning]]:
     """Read a log held in memory (see :func:`scan_stream`); the same record and
-    warnings, several times faster for the usual log (valid UTF-8, no NUL bytes)."""
+    warnings, several times faster for the usual log (valid UTF-8, no NUL bytes).
+    ``raw_lists``: lists of numbers may come as :class:`RawJSON` (see there)."""
     if len(data) <= MAX_LINE_BYTES and b"\x00" not in data:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             pass
         else:
-            return _scan_clean(text, path)
+            # A control character anywhere in the file (the tail too) is as good as
+            # one in the body: either way the lines are checked one by one.
+            controls = b"\x00" in data.translate(_RARE_TO_NUL)
+            return _scan_clean(text, path, raw_lists, controls)
     return scan_stream(io.BytesIO(data), path)

@@ -61,7 +61,7 @@ def _open(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
-def _read_log(path: Path) -> tuple[dict[str, Any], list[ParseWarning]]:
+def _read_log(path: Path, raw_lists: bool = False) -> tuple[dict[str, Any], list[ParseWarning]]:
     try:
         mode = path.stat().st_mode
         if stat.S_ISDIR(mode):
@@ -71,7 +71,7 @@ def _read_log(path: Path) -> tuple[dict[str, Any], list[ParseWarning]]:
             return {}, [ParseWarning(str(path), 0, "not a regular file; skipped")]
         if not path.name.endswith(".gz") and os.stat(path).st_size <= MAX_LINE_BYTES:
             # Read whole: scan_bytes reads a clean log in one pass.
-            return scan_bytes(path.read_bytes(), str(path))
+            return scan_bytes(path.read_bytes(), str(path), raw_lists=raw_lists)
         with _open(path) as stream:
             return scan_stream(stream, str(path))
     except OSError as exc:
@@ -138,12 +138,12 @@ def _keep(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_logs(
-    paths: list[str], convert: Callable[[dict[str, Any]], _T]
+    paths: list[str], convert: Callable[[dict[str, Any]], _T], raw_lists: bool = False
 ) -> list[tuple[_T, list[ParseWarning]]]:
     converted = []
     with no_cyclic_gc():
         for path in paths:
-            record, warnings = _read_log(Path(path))
+            record, warnings = _read_log(Path(path), raw_lists)
             converted.append((convert(record), warnings))
     return converted
 
@@ -158,7 +158,7 @@ def _workers(jobs: int | None, files: int) -> int:
 
 
 def _read_in_parallel(
-    files: list[Path], jobs: int, convert: Callable[[dict[str, Any]], _T]
+    files: list[Path], jobs: int, convert: Callable[[dict[str, Any]], _T], raw_lists: bool
 ) -> Iterator[tuple[_T, list[ParseWarning]]]:
     tasks = [[str(p) for p in files[i:i + _TASK_FILES]] for i in range(0, len(files), _TASK_FILES)]
     # fork where it is safe: the workers start in milliseconds, with this module loaded.
@@ -171,7 +171,8 @@ def _read_in_parallel(
         "forkserver" if "forkserver" in methods else None)
     context = multiprocessing.get_context(method)
     with context.Pool(jobs) as pool:
-        for converted in pool.imap(functools.partial(_read_logs, convert=convert), tasks):
+        for converted in pool.imap(
+                functools.partial(_read_logs, convert=convert, raw_lists=raw_lists), tasks):
             yield from converted
 
 
@@ -200,11 +201,14 @@ def iter_logs_as(
     *,
     jobs: int | None = None,
     warnings: list[ParseWarning] | None = None,
+    raw_lists: bool = False,
 ) -> Iterator[tuple[_T, list[ParseWarning]]]:
     """:func:`iter_logs` with each record replaced by ``convert(record)``, computed
     where the log is read: in the worker processes when there are several, so that
     work such as encoding records as JSON is shared by the cores too. ``convert``
-    must be a module-level function (it is sent to the workers by name)."""
+    must be a module-level function (it is sent to the workers by name). With
+    ``raw_lists``, ``convert`` may get lists of numbers as their JSON text
+    (:class:`~dlbench.results.logscan.RawJSON`), for a caller that writes JSON."""
     if isinstance(paths, (str, Path)):
         raise TypeError("iter_logs takes a sequence of paths, not one path")
     missing = [str(p) for p in paths if not Path(p).exists()]
@@ -228,8 +232,9 @@ def iter_logs_as(
             unique.append(path)
     workers = _workers(jobs, len(unique))
     if workers > 1:
-        return _read_in_parallel(unique, workers, convert)
-    return ((convert(record), found) for record, found in map(_read_log, unique))
+        return _read_in_parallel(unique, workers, convert, raw_lists)
+    return ((convert(record), found)
+            for record, found in (_read_log(path, raw_lists) for path in unique))
 
 
 def stream_logs(

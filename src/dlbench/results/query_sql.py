@@ -78,7 +78,15 @@ def _number(value: Any) -> bool:
 
 
 def _native(condition: Any, params: list[Any]) -> str:
-    """SQL true exactly when a stored INTEGER, REAL or TEXT ``v`` matches ``condition``."""
+    """SQL true exactly when a stored INTEGER, REAL or TEXT ``v`` matches ``condition``.
+
+    ``v`` has no type affinity and a bound parameter none either, so SQLite converts
+    neither: ``v = ?`` holds only between two numbers of equal value (an INTEGER and a
+    REAL compare by value, as in Python) or two equal texts, and a text bound ranges
+    over texts only (every number sorts before every text, every BLOB after). Where
+    that is all a condition needs, no ``typeof()`` is evaluated for each of a million
+    rows.
+    """
     if isinstance(condition, dict):
         parts = [_operator(op, operand, params) for op, operand in condition.items()]
         return "(" + " AND ".join(parts) + ")"
@@ -88,31 +96,35 @@ def _native(condition: Any, params: list[Any]) -> str:
         texts = [e for e in condition if isinstance(e, str)]
         numbers = [e for e in condition if is_number(e) and _number(e)]
         parts = []
-        if texts:
-            parts.append(f"({_TEXT} AND v IN ({', '.join('?' * len(texts))}))")
-            params.extend(texts)
-        if numbers:
-            parts.append(f"({_NUMERIC} AND v IN ({', '.join('?' * len(numbers))}))")
-            params.extend(numbers)
-        return "(" + " OR ".join(parts) + ")" if parts else "0"
+        # A text equals only a text, a number only a number (see _native's note).
+        values = texts + numbers
+        params.extend(values)
+        return f"(v IN ({', '.join('?' * len(values))}))" if values else "0"
     if isinstance(condition, bool) or condition is None:
         return "0"  # true, false and null are BLOBs
     if _number(condition):
         params.append(condition)
-        return f"({_NUMERIC} AND v = ?)"
+        return "(v = ?)"
     return "0"  # NaN equals nothing
 
 
 def _string(pattern: str, params: list[Any]) -> str:
     if pattern == "":
-        return f"({_TEXT} AND v = '')"
+        return "(v = '')"
     if _REGEX_SPECIAL.search(pattern):
         params.append(pattern)
         text = f"({_TEXT} AND dl_regex(?, v))"
     else:
-        # A pattern without special characters matches the strings it starts.
-        params.extend((len(pattern), pattern))
-        text = f"({_TEXT} AND substr(v, 1, ?) = ?)"
+        # A pattern without special characters matches the strings it starts: those
+        # from it (included) up to it with its last character's successor (excluded),
+        # as SQLite compares texts by their UTF-8 bytes, in code point order.
+        following = ord(pattern[-1]) + 1
+        if following <= 0x10FFFF and not 0xD800 <= following <= 0xDFFF:
+            params.extend((pattern, pattern[:-1] + chr(following)))
+            text = "(v >= ? AND v < ?)"
+        else:
+            params.extend((len(pattern), pattern))
+            text = f"({_TEXT} AND substr(v, 1, ?) = ?)"
     try:
         number = json.loads(pattern)
     except ValueError:

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from dlbench.errors import ResultsError
 from dlbench.results import query_sql
-from dlbench.results.store_read import Reader
+from dlbench.results.store_read import Reader, Survey
 from dlbench.results.store_write import Writer
 
 STORE_FILENAME = "results.sqlite"
@@ -271,6 +271,19 @@ class Store:
         asked for is not read.
         """
         return self._reader.records(where=where, keys=keys, series=series)
+
+    def survey_records(
+        self,
+        *,
+        where: Mapping[str, Any] | None = None,
+        surveyed: Callable[[str], bool],
+        choose: Callable[[Survey], Collection[str]],
+    ) -> tuple[Survey, list[dict[str, Any]]]:
+        """What a table of the records ``where`` selects needs, in one read: a
+        :class:`~dlbench.results.store_read.Survey` of them (the keys they have, and
+        which of those ``surveyed`` accepts vary, decided in SQL without building a
+        record), and the records with only the keys ``choose(survey)`` names."""
+        return self._reader.survey_records(where=where, surveyed=surveyed, choose=choose)
 
     def count(self, where: Mapping[str, Any] | None = None) -> int:
         """How many stored records match ``where`` (all of them when None)."""

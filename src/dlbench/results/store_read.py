@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import sqlite3
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,20 @@ class _Constant:
 
 
 Column = list[Any] | dict[int, Any] | _Constant
+
+
+@dataclass
+class Survey:
+    """What the records a query selects hold, found without building them."""
+
+    #: How many records are selected.
+    count: int = 0
+    #: Every key some selected record has, in the order the records first have them.
+    keys: list[str] = field(default_factory=list)
+    #: Of the keys surveyed, those whose values differ between two selected records
+    #: (a record without the key counting as a value of its own), values compared as
+    #: their JSON text (``1`` is not ``1.0``, ``0.0`` is not ``-0.0``).
+    varying: set[str] = field(default_factory=set)
 
 
 class Reader:
@@ -123,6 +139,82 @@ class Reader:
                 return []
             with no_cyclic_gc():
                 return self._build(rows, selected, catalogue, keys, series)
+
+    def survey_records(
+        self,
+        *,
+        where: Mapping[str, Any] | None,
+        surveyed: Callable[[str], bool],
+        choose: Callable[[Survey], Collection[str]],
+    ) -> tuple[Survey, list[dict[str, Any]]]:
+        """Survey the records ``where`` selects (which keys they have; which of the
+        keys ``surveyed`` accepts vary, decided in SQL), then build them with only
+        the keys ``choose(survey)`` names, lists and dicts included; one selection,
+        one read transaction."""
+        with self._snapshot():
+            catalogue = self._catalogue()
+            selected = self._select(*where_sql(where, catalogue)) if where else False
+            rows = self._db.execute(
+                f"SELECT seq, shape FROM {_SELECTION if selected else 'experiments'} "
+                "ORDER BY seq").fetchall()
+            if not rows:
+                return Survey(), []
+            groups: dict[int, int] = {}  # shape → its records, in order of first record
+            for _, shape in rows:
+                groups[shape] = groups.get(shape, 0) + 1
+            shapes = self._shapes(list(groups))
+            by_id = {info.id: info for info in catalogue.values()}
+            present: dict[str, int] = {}
+            for shape, members in groups.items():
+                for key_id in shapes.get(shape, []):
+                    info = by_id.get(key_id)
+                    if info is not None:
+                        present[info.name] = present.get(info.name, 0) + members
+            survey = Survey(len(rows), list(present))
+            for name, count in present.items():
+                if surveyed(name) and (count < len(rows) or self._varies(catalogue[name],
+                                                                         selected)):
+                    survey.varying.add(name)
+            wanted = set(choose(survey))
+            with no_cyclic_gc():
+                return survey, self._build(rows, selected, catalogue, wanted, True)
+
+    def _varies(self, info: KeyInfo, selected: bool) -> bool:
+        """Whether the selected records, which all have the key, hold two values of it
+        with different JSON texts. Stops at the first difference it finds."""
+        if info.single_value():
+            return False
+
+        def source(table: str) -> str:
+            return (f"{_SELECTION} AS s CROSS JOIN {table} AS t ON t.seq = s.seq" if selected
+                    else f"{table} AS t")
+
+        first = None
+        if info.has_scalars():
+            first = self._db.execute(f"SELECT t.v FROM {source(info.scalars)} LIMIT 1").fetchone()
+        if info.has_series():
+            lists = self._db.execute(f"SELECT DISTINCT t.v FROM {source(info.series)}")
+            if first is not None and lists.fetchone() is not None:
+                return True  # a list or dict in one record, a scalar in another
+            texts: set[str] = set()
+            for (stored,) in lists:
+                texts.add(json.dumps(decode_series(stored), sort_keys=True))
+                if len(texts) > 1:
+                    return True
+            if first is None:
+                return False
+        value = first[0] if first is not None else None
+        # Storage class and value: 1 is not 1.0; SQL's = alone would say they are.
+        if self._db.execute(
+                f"SELECT 1 FROM {source(info.scalars)} "
+                "WHERE NOT (typeof(t.v) = typeof(?) AND t.v = ?) LIMIT 1",
+                (value, value)).fetchone() is not None:
+            return True
+        if type(value) is float and value == 0.0:
+            # SQL's = takes -0.0 for 0.0; their JSON texts differ.
+            zeros = self._db.execute(f"SELECT t.v FROM {source(info.scalars)}")
+            return len({math.copysign(1.0, v) for (v,) in zeros}) > 1
+        return False
 
     def _select(self, condition: str, params: list[Any]) -> bool:
         self._db.execute(f"DROP TABLE IF EXISTS {_SELECTION}")

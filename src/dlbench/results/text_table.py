@@ -19,7 +19,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
@@ -142,32 +142,23 @@ def format_table(
         raise ValueError(f"{len(header_row)} headers for {len(columns)} columns")
     missing = "" if fmt == "csv" else MISSING
     # CSV is data for programs: the model id as recorded.
-    shown = _recorded if fmt == "csv" else label_value
-    cells = [
-        [
-            missing
-            if row.get(column) is None
-            else _format_cell(shown(row, column), floatfmt, truncate=fmt != "csv")
-            for column in columns
-        ]
-        for row in rows
-    ]
+    labelled = fmt != "csv"
+    # A column at a time: one pass per column over values of, usually, one type.
+    formatted = [_column_cells(rows, column, labelled, missing, floatfmt) for column in columns]
+    by_column = [cells for cells, _ in formatted]
+    numeric = [right for _, right in formatted]
     if fmt == "csv":
-        return [_csv_line(line) for line in [header_row, *cells]]
+        return [_csv_line(line) for line in [header_row, *_lines(by_column, len(rows))]]
 
-    numeric = [
-        any(row.get(c) is not None for row in rows)
-        and all(row.get(c) is None or _is_number(row.get(c)) for row in rows)
-        for c in columns
-    ]
     header_row = [_one_line(h) for h in header_row]
-    cells = [[_one_line(cell) for cell in line] for line in cells]
+    by_column = [cells if "".join(cells).isprintable() else list(map(_one_line, cells))
+                 for cells in by_column]
     if fmt == "markdown":
         header_row = [h.replace("|", "\\|") for h in header_row]
-        cells = [[cell.replace("|", "\\|") for cell in line] for line in cells]
-    widths = [
-        max([len(header_row[i])] + [len(line[i]) for line in cells]) for i in range(len(columns))
-    ]
+        by_column = [[cell.replace("|", "\\|") for cell in cells] if "|" in "".join(cells)
+                     else cells for cells in by_column]
+    widths = [max([len(header), *map(len, cells)]) for header, cells in zip(
+        header_row, by_column, strict=True)]
     if fmt == "markdown":
         # A markdown rule needs at least three dashes.
         widths = [max(width, 3) for width in widths]
@@ -178,24 +169,90 @@ def format_table(
             for cell, width, right in zip(line, widths, numeric, strict=True)
         ]
 
+    padded = [[cell.rjust(width) for cell in cells] if right else
+              [cell.ljust(width) for cell in cells]
+              for cells, width, right in zip(by_column, widths, numeric, strict=True)]
+    body = _lines(padded, len(rows))
     if fmt == "markdown":
         # The ':' at the right end of the rule marks a right-aligned column.
         rule = [
             ("-" * (w - 1) + ":") if right else "-" * w
             for w, right in zip(widths, numeric, strict=True)
         ]
-        return ["| " + " | ".join(line) + " |" for line in [aligned(header_row), rule]] + [
-            "| " + " | ".join(aligned(line)) + " |" for line in cells
-        ]
+        return ["| " + " | ".join(line) + " |" for line in [aligned(header_row), rule, *body]]
 
     rule = ["-" * width for width in widths]
-    return ["  ".join(line).rstrip() for line in [aligned(header_row), rule, *map(aligned, cells)]]
+    return ["  ".join(line).rstrip() for line in [aligned(header_row), rule, *body]]
+
+
+def _lines(by_column: list[list[str]], count: int) -> list[Sequence[str]]:
+    """Columns of cells as rows of cells (``count`` empty rows when no column)."""
+    if not by_column:
+        return [()] * count
+    return list(zip(*by_column, strict=True))
+
+
+_NONE = type(None)
+
+
+def _is_str(value: Any) -> bool:
+    return type(value) is str
+
+
+def _column_cells(
+    rows: Sequence[Mapping[str, Any]], column: str, labelled: bool, missing: str,
+    floatfmt: str | None,
+) -> tuple[list[str], bool]:
+    """The cells of one column (see :func:`format_table`), and whether it is numeric:
+    some value, and every value a number or missing."""
+    values = [row.get(column) for row in rows]
+    types = set(map(type, values))
+    # int and float (not bool) are numbers; only other types need a look at each value.
+    numeric = bool(types - {_NONE}) and (types <= {int, float, _NONE} or all(
+        v is None or _is_number(v) for v in values))
+    if labelled and column == "exp.model":
+        frameworks = [row.get("exp.framework") for row in rows]
+        simulated = {f for f in set(filter(_is_str, frameworks)) if is_simulated(f)}
+        if simulated:
+            values = [f"{framework}({value})" if value is not None and type(framework) is str
+                      and framework in simulated else value
+                      for value, framework in zip(values, frameworks, strict=True)]
+            types = set(map(type, values))
+    # The usual columns hold one type: their cells are made without the general case.
+    if types <= {str, _NONE}:
+        return [missing if v is None else v for v in values], numeric
+    if types <= {float, _NONE}:
+        return [missing if v is None else format_number(v, floatfmt) for v in values], numeric
+    if types <= {int, _NONE}:
+        return [missing if v is None else str(v) for v in values], numeric
+    return [missing if v is None else _format_cell(v, floatfmt, truncate=labelled)
+            for v in values], numeric
 
 
 def _csv_line(values: Iterable[str]) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="").writerow(values)
     return out.getvalue()
+
+
+def swept(key: str) -> bool:
+    """Whether ``key`` is a parameter a sweep's table may show when it varies: an
+    ``exp.*`` key other than those that differ between any two experiments by nature
+    (``exp.id``, ``exp.log_file``, ``exp.status_msg``)."""
+    return key.startswith("exp.") and key not in _NOT_SWEPT
+
+
+def table_columns(
+    preferred: Sequence[str], keys: Sequence[str], varying: Collection[str]
+) -> list[str]:
+    """:func:`choose_columns` from what the records hold: ``keys``, every key some
+    record has in the order first seen, and ``varying``, the :func:`swept` keys whose
+    values differ between two records (a store finds both without building records:
+    :meth:`~dlbench.results.store.Store.survey_records`)."""
+    have = set(keys)
+    columns = [c for c in preferred if c in have]
+    chosen = set(columns)
+    return columns + [key for key in keys if key not in chosen and swept(key) and key in varying]
 
 
 def choose_columns(records: Sequence[Mapping[str, Any]], preferred: Sequence[str]) -> list[str]:
@@ -206,17 +263,17 @@ def choose_columns(records: Sequence[Mapping[str, Any]], preferred: Sequence[str
     and ``exp.status_msg`` always vary and are left out. Varying parameters come in
     the order they are first seen.
     """
-    columns = [c for c in preferred if any(c in record for record in records)]
-    chosen = set(columns)
     seen: dict[str, None] = {}
     for record in records:
-        seen.update(dict.fromkeys(k for k in record if k.startswith("exp.")))
+        seen.update(dict.fromkeys(record))
+    chosen = set(preferred)
+    varying = set()
     for key in seen:
-        if key in chosen or key in _NOT_SWEPT:
+        if key in chosen or not swept(key):
             continue
         values = {
             json.dumps(record[key], sort_keys=True) if key in record else None for record in records
         }
         if len(values) > 1:
-            columns.append(key)
-    return columns
+            varying.add(key)
+    return table_columns(preferred, list(seen), varying)

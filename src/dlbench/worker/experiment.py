@@ -224,6 +224,9 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
     """
     log.write_many(params)
     host = host_info()
+    # Set by the fork server in the child it forks (launch/forkserver_main.py): a forked
+    # worker shares the server's pages, so its resident memory reads lower.
+    host["sys.worker_start"] = os.environ.get("DLBENCH_WORKER_START", "fresh")
     log.write_many(host)
     log.write("results.start_time", _now())
     monitor = None

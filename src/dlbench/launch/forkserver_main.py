@@ -1,0 +1,186 @@
+"""The fork server: ``python -m dlbench.launch.forkserver_main FD MODULE...``.
+
+A long-lived process that the local runner starts (:mod:`dlbench.launch.forkserver`).
+It imports the worker's modules once (``MODULE...``: ``dlbench.worker.experiment``
+and the experiment's backend, named as strings like ``launch/command.py`` names the
+worker, so that nothing here is imported by the parent; plus whatever the backend
+lists in its ``FORK_PRELOAD``), then, for each request on the socket ``FD``, forks a
+child that becomes the worker exactly as ``python -m dlbench.worker EXP.json`` would:
+a session of its own, SIGKILL when the server dies (which dies with the runner),
+stdin from ``/dev/null``, stdout and stderr appended to the experiment's log, the
+experiment's environment and working directory applied before the worker reads
+anything, fresh random seeds, and its exit status reported back.
+
+The server itself stays single-threaded in Python and never runs a framework
+operation, so no thread pool and no GPU context exist when it forks: before each
+fork it checks that no Python thread was started and, when PyTorch is loaded, that
+CUDA is not initialised; otherwise it refuses and the runner starts a plain worker.
+
+Messages are JSON lines. Request: ``{"argv": [...], "log": PATH, "env": {...},
+"cwd": DIR}``; answers: ``{"pid": N}`` (or ``{"error": TEXT}``), then ``{"exit":
+CODE}`` when the child ended (``-SIGNAL`` when a signal killed it, as
+``subprocess.Popen.returncode``). The first message, once the imports are done, is
+``{"ready": true}`` or ``{"error": TEXT}``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import gc
+import importlib
+import io
+import json
+import os
+import random
+import runpy
+import signal
+import socket
+import sys
+import threading
+import traceback
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when its parent dies (Linux), as a plain worker has."""
+    if not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall((json.dumps(message) + "\n").encode())
+
+
+def _unsafe_to_fork(threads_at_start: int) -> str:
+    """Why forking now would not give a clean worker, or ``""``."""
+    if threading.active_count() > 1:
+        return f"{threading.active_count()} Python threads are running"
+    if os.path.isdir("/proc/self/task"):
+        native = len(os.listdir("/proc/self/task"))
+        if native > threads_at_start:  # e.g. an intra-op pool some import started
+            return f"{native} threads (more than the {threads_at_start} after the imports)"
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_initialized():
+        return "CUDA is initialised in the fork server"
+    return ""
+
+
+def _child(request: dict[str, Any], sock: socket.socket, ready_w: int) -> None:
+    """Become the worker; never returns."""
+    code = 1
+    try:
+        os.close(sock.fileno())  # the server's end: only the server answers on it
+        os.setsid()
+        _die_with_parent(int(request["server"]))
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.environ["DLBENCH_WORKER_START"] = "forked"  # recorded as sys.worker_start
+        os.chdir(request["cwd"])
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.write(ready_w, b"1")  # the runner may signal the process group from now on
+        os.close(ready_w)
+        # PYTHONUNBUFFERED=1, as the plain worker runs: text reaches the log as written.
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True,
+                                      errors="backslashreplace")
+        # A fresh interpreter draws new seeds; children of one server would share them.
+        random.seed()
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed()
+        sys.argv = ["-m", *request["argv"]]  # runpy puts the module path first
+        try:
+            runpy.run_module("dlbench.worker", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        atexit._run_exitfuncs()  # what a normal interpreter exit would run
+    except BaseException:  # anything the worker did not handle ends it as failed
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def _serve_one(request: dict[str, Any], sock: socket.socket, threads: int) -> None:
+    """Fork the worker of ``request``, report its pid, wait for it, report its status."""
+    why = _unsafe_to_fork(threads)
+    if why:
+        _send(sock, {"error": why})
+        return
+    ready_r, ready_w = os.pipe()
+    request["server"] = os.getpid()
+    # The imports' objects out of the collector's reach: a collection in the child
+    # would otherwise write to every page holding one, copying the server's whole heap
+    # (copy-on-write) in the middle of the child's batches.
+    gc.freeze()
+    try:
+        pid = os.fork()
+    except OSError as error:  # out of processes or memory: the runner starts a plain one
+        os.close(ready_r)
+        os.close(ready_w)
+        _send(sock, {"error": f"cannot fork: {error}"})
+        return
+    if pid == 0:
+        os.close(ready_r)
+        _child(request, sock, ready_w)
+    os.close(ready_w)
+    os.read(ready_r, 1)  # set up (its own session) or already dead: either way, answer
+    os.close(ready_r)
+    _send(sock, {"pid": pid})
+    _, status = os.waitpid(pid, 0)
+    _send(sock, {"exit": os.waitstatus_to_exitcode(status)})
+
+
+def serve(fd: int, modules: list[str]) -> int:
+    """Import ``modules``, then serve requests on socket ``fd`` until it closes."""
+    sock = socket.socket(fileno=fd)
+    try:
+        for name in modules:
+            module = importlib.import_module(name)
+            for extra in getattr(module, "FORK_PRELOAD", ()):
+                importlib.import_module(extra)
+    except Exception as error:
+        _send(sock, {"error": f"cannot import {name}: {type(error).__name__}: {error}"})
+        return 1
+    threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+    why = _unsafe_to_fork(threads)
+    _send(sock, {"error": why} if why else {"ready": True})
+    if why:
+        return 1
+    reader = sock.makefile("rb")
+    for line in reader:
+        _serve_one(json.loads(line), sock, threads)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Entry point: ``argv`` is ``[FD, MODULE...]`` (the runner makes this process die
+    with it, as it does a plain worker)."""
+    if len(argv) < 1:
+        print("usage: python -m dlbench.launch.forkserver_main FD MODULE...", file=sys.stderr)
+        return 2
+    return serve(int(argv[0]), argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

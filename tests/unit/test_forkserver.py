@@ -1,0 +1,147 @@
+"""The fork server (exp.fork_server=auto): which experiments it may start, the same
+records as plain workers, timeouts, and falling back to plain workers when it dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dlbench.config import load_spec, plan_experiments
+from dlbench.launch import forkserver
+from dlbench.launch.command import worker_env
+from dlbench.launch.forkserver import ForkedWorker, ForkServer, unsuitable
+from dlbench.launch.local import kill_worker, start_worker
+from dlbench.launch.records import worker_record
+from dlbench.launch.runner import Runner, write_input
+
+#: Keys that may differ between two runs of one experiment: times, rates, the
+#: monitor's samples, and what the parent adds.
+_VARYING = ("results.time", "results.throughput", "results.use.", "results.start_time",
+            "results.end_time", "results.timed_seconds", "results.tflops", "results.mfu",
+            "results.stable", "results.unstable_reasons", "results.stability",
+            "results.warmup", "results.progress", "exp.log_file", "sys.env", "sys.pid")
+
+
+def _plan(out: Path, *params: str, variables: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    spec = load_spec(params=["exp.num_warmup_batches=0", "exp.num_batches=2",
+                             f"exp.out_dir={out}", *params], variables=variables)
+    return plan_experiments(spec)
+
+
+def _comparable(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if not k.startswith(_VARYING)}
+
+
+def test_only_one_cpu_process_of_a_fork_safe_framework_is_forked(tmp_path: Path) -> None:
+    [toy] = _plan(tmp_path, "exp.model=toy")
+    env = {"CUDA_VISIBLE_DEVICES": ""}  # hides every GPU, whatever the machine has
+    assert not forkserver.gpu_visible(env) and not forkserver.gpu_visible(
+        {"CUDA_VISIBLE_DEVICES": "-1"})
+    assert unsuitable(toy, env) == ""
+    assert unsuitable({**toy, "exp.fork_server": "never"}, env) == "exp.fork_server=never"
+    assert "GPU" in unsuitable({**toy, "exp.gpus": "0"}, env)
+    assert "container" in unsuitable({**toy, "exp.docker": True}, env)
+    assert "several" in unsuitable({**toy, "exp.parallel_jobs": 2}, env)
+    assert "Nsight" in unsuitable({**toy, "exp.profile": "nsys"}, env)
+    assert "repeat" in unsuitable({**toy, "exp.repeat": 3}, env)  # fresh processes
+    [fake] = _plan(tmp_path, "exp.framework=fake")
+    assert "framework" in unsuitable(fake, env)
+
+
+@pytest.mark.slow
+def test_a_forked_toy_worker_writes_the_record_a_plain_one_does(tmp_path: Path) -> None:
+    """Known answers (the toy's parameters, its FLOPs, the seeded loss) and every other
+    key that is not a time, plain and forked. The plain worker runs while the server
+    imports, so the test pays for one framework import, not two."""
+    [plain] = _plan(tmp_path / "plain", "exp.model=toy")
+    [forked] = _plan(tmp_path / "forked", "exp.model=toy")
+    env = worker_env(plain)
+    logs = []
+    for experiment in (plain, forked):
+        log = Path(experiment["exp.log_file"])
+        log.parent.mkdir(parents=True, exist_ok=True)
+        logs.append(log)
+    plain_json, forked_json = (write_input(e, Path(e["exp.out_dir"])) for e in (plain, forked))
+    with open(logs[0], "ab") as log:
+        process = start_worker([sys.executable, "-m", "dlbench.worker", str(plain_json)],
+                               log, env)
+        server = ForkServer(sys.executable, env, [forkserver.WORKER_MODULE,
+                                                  str(forked["exp.framework_module"])])
+        try:
+            child = server.fork(forked_json, logs[1], env)
+            assert child.wait(120) == 0 and process.wait(120) == 0
+        finally:
+            server.close()
+    records = [worker_record(e, log, 0, False, False)
+               for e, log in zip((plain, forked), logs, strict=True)]
+    for record in records:
+        assert record["exp.status"] == "ok", record["exp.status_msg"]
+        assert record["sys.model_params"] == 9610
+        # 64 -> 128 -> 10: the forward (18944), both weight gradients (18944 again) and
+        # the hidden layer's input gradient (2 x 128 x 10); the input needs none.
+        assert record["results.flops_per_sample"] == 2 * 18944 + 2 * 128 * 10
+    assert records[0]["results.loss_last"] == records[1]["results.loss_last"]
+    assert records[0]["sys.framework_build"] == records[1]["sys.framework_build"]
+    # the record says how each worker started (a forked one's memory reads lower)
+    assert [r["sys.worker_start"] for r in records] == ["fresh", "forked"]
+    assert _comparable(records[0]) | {"exp.out_dir": "", "sys.worker_start": ""} == (
+        _comparable(records[1]) | {"exp.out_dir": "", "sys.worker_start": ""})
+
+
+@pytest.fixture
+def fake_forks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake framework counts as fork-safe (it is: no threads, no device), so the
+    runner's use of the server is tested without importing a framework."""
+    monkeypatch.setattr(forkserver, "FORK_SAFE_MODULES",
+                        forkserver.FORK_SAFE_MODULES | {"dlbench.backends.fake"})
+
+
+def test_a_forked_worker_times_out_and_a_dead_server_falls_back_to_plain_workers(
+    tmp_path: Path, fake_forks: None
+) -> None:
+    lines: list[str] = []
+    runner = Runner(report=lines.append)
+    try:
+        began = time.monotonic()
+        hung = runner.run(_plan(tmp_path / "a", "exp.framework=fake", "exp.timeout=0.5",
+                                variables=("fake.failure=[hang, none]",)))
+        # Killed by the runner's timeout as a plain worker is; the server serves on.
+        assert [o.status for o in hung.outcomes] == ["timeout", "ok"]
+        assert time.monotonic() - began < 30
+        server = runner._forks.server
+        assert server is not None and not runner._forks.broken
+        assert not any("fork server" in line for line in lines)
+        server.process.kill()
+        server.process.wait()
+        after = runner.run(_plan(tmp_path / "b", "exp.framework=fake",
+                                 variables=("fake.step_ms=[1, 2]",)))
+        assert [o.status for o in after.outcomes] == ["ok", "ok"]
+        assert runner._forks.broken
+        assert sum("fork server" in line for line in lines) == 1  # one warning
+    finally:
+        runner.close()
+
+
+def test_kill_worker_ends_a_forked_workers_process_group(tmp_path: Path, fake_forks: None) -> None:
+    [experiment] = _plan(tmp_path, "exp.framework=fake", "fake.failure=hang")
+    env = worker_env(experiment)
+    log = Path(experiment["exp.log_file"])
+    log.parent.mkdir(parents=True)
+    server = ForkServer(sys.executable, env, [forkserver.WORKER_MODULE, "dlbench.backends.fake"])
+    try:
+        child = server.fork(write_input(experiment, tmp_path), log, env)
+        assert isinstance(child, ForkedWorker) and child.poll() is None
+        assert os.getpgid(child.pid) == child.pid  # a session (and group) of its own
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(0.05)
+        kill_worker(child, grace_seconds=1.0)
+        assert child.returncode in (-signal.SIGTERM, -signal.SIGKILL, 1)
+    finally:
+        server.close()
