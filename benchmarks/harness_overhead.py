@@ -1,19 +1,36 @@
 """How much does dlbench's harness cost per batch? dlbench against a plain loop.
 
 For each case (framework x model x phase), runs the same model, batch and settings
-(a) through ``dlbench run`` and (b) through a hand-written loop of the same framework,
-each in a fresh process, in the order A B B A A B B A ... so that a drift of the
-machine's speed hits both sides alike. Each run's throughput is the batch over its
-median batch time (a shared machine's hiccups move a mean, not a median); each
-repeat pairs the two sides run next to each other, and the case's ratio is the
-median of those paired ratios (dlbench / plain: 1.0 is no overhead), with their
-range as its spread. The last line is ``ratio=<the smallest case's ratio>``.
+(a) as dlbench's worker runs an experiment and (b) through a hand-written loop of the
+same framework (plain_loops.py), alternating A B B A A B B A ... so that a drift of
+the machine's speed hits both sides alike.
+
+By default both sides run in ONE fresh interpreter per case (frameworks never share
+a process), in blocks of ``--batches`` timed batches after ``--warmup``, ``--repeats``
+pairs of blocks. The dlbench side is the real thing: an experiment planned from the
+same ``-P`` parameters ``dlbench run`` gets, its backend loaded and set up as the
+worker does, and per block the worker's timed section: its resource monitor and
+progress thread running, ``measure.timing.run_batches(backend.step,
+backend.synchronize, ...)`` with the worker's marks. The plain side times each step
+and its sync with ``perf_counter``. Seconds apart in one process, the two sides see
+the same machine: fresh processes of the same loop differ by far more than 1% on a
+shared VM. ``--fresh`` runs each side in a fresh process per repeat instead
+(``dlbench run`` against a plain loop's process), which includes what a process
+costs (start, memory layout) but resolves only large differences.
+
+Each block's figure is its median batch time (a shared machine's hiccups move a
+mean, not a median); each pair's ratio is plain / dlbench (throughput: 1.0 is no
+overhead), and the case's ratio is the median of its pairs, with their range as its
+spread. The last line is ``ratio=<the smallest case's ratio>``.
 
     python benchmarks/harness_overhead.py --models toy,resnet18 --phases training,inference
-    python benchmarks/harness_overhead.py --frameworks pytorch,jax,tensorflow,onnxruntime
+    python benchmarks/harness_overhead.py --frameworks installed --threads 1 --repeats 8
+    python benchmarks/harness_overhead.py --fresh --frameworks pytorch --models toy
 
-Plain loops exist for PyTorch, JAX, TensorFlow and ONNX Runtime (inference only); each
-uses dlbench's model definition (the model must be the same) and nothing else of it.
+Plain loops exist for PyTorch, JAX, TensorFlow (with XLA, and ``tensorflow.xla=true``
+on the dlbench side) and ONNX Runtime (inference only, its own export of the PyTorch
+model). In one process, settings global to a framework (threads) are shared by both
+sides.
 """
 
 from __future__ import annotations
@@ -21,6 +38,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -29,133 +47,25 @@ from pathlib import Path
 
 from dlbench.results.store import Store
 
-_COMMON = r"""
-import json, sys, time
-from dlbench.config.catalog import MODELS, model_input_shape
-model_id, phase, batch, size, warmup, batches, threads = sys.argv[1:8]
-batch, size, warmup, batches, threads = map(int, (batch, size, warmup, batches, threads))
-info = MODELS[model_id]
-shape = model_input_shape(info, size)
-def run(step, sync):
-    for _ in range(warmup):
-        step()
-    sync()
-    times = []
-    for _ in range(batches):
-        start = time.perf_counter()
-        step()
-        sync()
-        times.append((time.perf_counter() - start) * 1000)
-    print(json.dumps(times))
-"""
-
-# What a person writes by hand to time a model, one per framework.
-PLAIN_LOOPS = {
-    "pytorch": _COMMON + r"""
-import torch
-from dlbench.models import build_pytorch_model
-if threads:
-    torch.set_num_threads(threads)
-model = build_pytorch_model(model_id, shape, info.num_classes)
-x = torch.randn(batch, *shape)
-y = torch.randint(0, info.num_classes, (batch,))
-if phase == "training":
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-else:
-    model.eval()
-    def step():
-        with torch.inference_mode():
-            model(x)
-run(step, lambda: None)
-""",
-    "jax": _COMMON + r"""
-import jax, jax.numpy as jnp, optax
-from dlbench.models import jax as jax_models
-module = jax_models.build(model_id, shape, info.num_classes)
-x = jnp.asarray(jax.random.normal(jax.random.PRNGKey(0), (batch, *shape)))
-y = jax.random.randint(jax.random.PRNGKey(1), (batch,), 0, info.num_classes)
-variables = module.init(jax.random.PRNGKey(2), x, train=False)
-if phase == "training":
-    tx = optax.sgd(0.01, momentum=0.9)
-    state = (variables, tx.init(variables["params"]))
-    def train(state, x, y):
-        variables, opt_state = state
-        def loss_of(params):
-            logits = module.apply({**variables, "params": params}, x, train=False)
-            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
-        loss, grads = jax.value_and_grad(loss_of)(variables["params"])
-        updates, opt_state = tx.update(grads, opt_state, variables["params"])
-        params = optax.apply_updates(variables["params"], updates)
-        return ({**variables, "params": params}, opt_state), loss
-    compiled = jax.jit(train, donate_argnums=0)
-    out = [state, None]
-    def step():
-        out[0], out[1] = compiled(out[0], x, y)
-else:
-    compiled = jax.jit(lambda v, x: module.apply(v, x, train=False))
-    out = [None, None]
-    def step():
-        out[1] = compiled(variables, x)
-run(step, lambda: jax.block_until_ready(out[1]))
-""",
-    "tensorflow": _COMMON + r"""
-import tensorflow as tf
-from dlbench.models import tensorflow as tf_models
-if threads:
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-model = tf_models.build(model_id, shape, info.num_classes)
-x = tf.random.normal((batch, *shape))
-y = tf.random.uniform((batch,), 0, info.num_classes, dtype=tf.int32)
-if phase == "training":
-    opt = tf.keras.optimizers.SGD(0.01, momentum=0.9)
-    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    @tf.function(jit_compile=True)
-    def train(x, y):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
-                                model.trainable_variables))
-        return loss
-    fn = lambda: train(x, y)
-else:
-    fn = tf.function(lambda x: model(x, training=False), jit_compile=True)
-    fn = (lambda f: (lambda: f(x)))(fn)
-out = [None]
-def step():
-    out[0] = fn()
-run(step, lambda: out[0].numpy() if hasattr(out[0], "numpy") else None)
-""",
-}
+# Beside this script: run as a script (and in its child processes), its folder is the
+# first entry of the import path.
+from plain_loops import PLAIN_LOOPS, plain_block
 
 # What each framework's dlbench side is asked for, beyond the shared settings.
-THREAD_PARAM = {"pytorch": "pytorch.num_threads", "jax": None, "tensorflow": None,
-                "onnxruntime": None}
+THREAD_PARAM = {"pytorch": "pytorch.num_threads", "jax": None,
+                "tensorflow": "tensorflow.num_threads",
+                "onnxruntime": "onnxruntime.intra_op_threads"}
+# The plain TensorFlow loop compiles with XLA, as a user timing TensorFlow would.
+EXTRA_PARAMS = {"pytorch": [], "jax": [], "tensorflow": ["tensorflow.xla=true"],
+                "onnxruntime": []}
+# ONNX Runtime runs inference only.
+PHASES = {"onnxruntime": ("inference",)}
 MODULES = {"pytorch": "torch", "jax": "jax", "tensorflow": "tensorflow",
            "onnxruntime": "onnxruntime"}
 
 
-def plain_times(args: argparse.Namespace, case: tuple[str, str, str]) -> list[float]:
-    """Batch times (ms) of the hand-written loop, in a fresh process."""
-    framework, model, phase = case
-    out = subprocess.run(
-        [sys.executable, "-c", PLAIN_LOOPS[framework], model, phase, str(args.batch),
-         str(args.image_size), str(args.warmup), str(args.batches), str(args.threads)],
-        check=True, capture_output=True, text=True,
-    )
-    times: list[float] = json.loads(out.stdout.strip().splitlines()[-1])
-    return times
-
-
-def dlbench_times(args: argparse.Namespace, case: tuple[str, str, str], out_dir: Path
-                  ) -> list[float]:
-    """Batch times (ms) that ``dlbench run`` records for the same settings."""
+def dlbench_params(args: argparse.Namespace, case: tuple[str, str, str]) -> list[str]:
+    """The ``-P`` parameters of the dlbench side of ``case``."""
     framework, model, phase = case
     params = [f"exp.framework={framework}", f"exp.model={model}", f"exp.phase={phase}",
               f"exp.replica_batch={args.batch}", f"exp.image_size={args.image_size}",
@@ -163,8 +73,33 @@ def dlbench_times(args: argparse.Namespace, case: tuple[str, str, str], out_dir:
               "exp.rerun=always"]
     if args.threads and THREAD_PARAM[framework]:
         params.append(f"{THREAD_PARAM[framework]}={args.threads}")
+    return params + EXTRA_PARAMS[framework]
+
+
+def _child(args: argparse.Namespace, kind: str, case: tuple[str, str, str], tmp: Path
+           ) -> list[str]:
+    """The command of a fresh interpreter running this script's ``kind`` side of ``case``."""
+    return [sys.executable, __file__, "--child", kind, "--case", "/".join(case),
+            "--tmp", str(tmp), "--batch", str(args.batch), "--image-size",
+            str(args.image_size), "--warmup", str(args.warmup), "--batches",
+            str(args.batches), "--threads", str(args.threads), "--repeats", str(args.repeats)]
+
+
+def plain_times(args: argparse.Namespace, case: tuple[str, str, str], tmp: Path
+                ) -> list[float]:
+    """``--fresh``: batch times (ms) of the hand-written loop, in a fresh process."""
+    out = subprocess.run(_child(args, "plain", case, tmp), capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{'/'.join(case)}: the plain loop failed:\n{out.stderr[-2000:]}")
+    times: list[float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return times
+
+
+def dlbench_times(args: argparse.Namespace, case: tuple[str, str, str], out_dir: Path
+                  ) -> list[float]:
+    """``--fresh``: batch times (ms) that ``dlbench run`` records for the same settings."""
     command = [sys.executable, "-m", "dlbench", "run", "--out", str(out_dir)]
-    for param in params:
+    for param in dlbench_params(args, case):
         command += ["-P", param]
     subprocess.run(command, check=True, capture_output=True, text=True)
     with Store.in_directory(out_dir, create=False) as store:
@@ -175,28 +110,131 @@ def dlbench_times(args: argparse.Namespace, case: tuple[str, str, str], out_dir:
     return times
 
 
-def measure_case(args: argparse.Namespace, case: tuple[str, str, str], tmp: Path) -> float:
-    """Alternate the two sides ``args.repeats`` times; print and return the ratio."""
-    ratios = []
+class DlbenchSide:
+    """The worker's side of a case in this process: the backend a planned experiment
+    loads, set up once; each block is the worker's timed section (its resource monitor
+    and progress thread running, its timing loop around ``backend.step``)."""
+
+    def __init__(self, args: argparse.Namespace, case: tuple[str, str, str], tmp: Path
+                 ) -> None:
+        from dlbench.backends.base import load_backend
+        from dlbench.config import load_spec, plan_experiments
+        from dlbench.results.logfile import LogWriter
+        from dlbench.worker.experiment import backend_params
+
+        # Every block's batches fit the experiment: buffers sized by the batch count
+        # (the losses a training step keeps) hold the whole run, as in one experiment.
+        total = args.repeats * (args.warmup + args.batches) - args.warmup
+        spec = load_spec(params=[*dlbench_params(args, case), f"exp.num_batches={total}"],
+                         overrides={"exp.out_dir": (str(tmp / "run"), "benchmark")})
+        (self.params,) = plan_experiments(spec)
+        self.log = LogWriter(self.params["exp.log_file"])
+        self.backend = load_backend(backend_params(self.params))
+        self.backend.setup()
+        self.steps = 0
+
+    def block(self, warmup: int, batches: int) -> list[float]:
+        """One timed section as ``worker.experiment`` runs it; its batch times (ms)."""
+        from dlbench.measure.monitor import ResourceMonitor
+        from dlbench.measure.timing import run_batches
+        from dlbench.worker.progress import ProgressWriter
+
+        # Named as in the worker: the progress writer finds them in its caller's frames.
+        params, backend = self.params, self.backend
+        monitor = (ResourceMonitor(float(params.get("monitor.frequency", 0.5)))
+                   if params.get("monitor.enabled", True) else None)
+        progress = ProgressWriter(self.log)
+        if monitor is not None:
+            monitor.start()
+
+        def mark(name: str) -> None:  # as the worker's: outside the timed intervals
+            if name == "timed_start":
+                progress.enter("timed")
+            if monitor is not None:
+                monitor.mark(name)
+
+        progress.enter("warmup")
+        progress.start()
+        try:
+            timing = run_batches(backend.step, backend.synchronize, warmup, batches, mark=mark)
+        finally:
+            progress.stop()
+            if monitor is not None:
+                monitor.stop()
+        self.steps += timing.num_warmup + len(timing.times_ms)
+        return timing.times_ms
+
+    def close(self) -> None:
+        """The backend's own end of run (a training run's losses checked), untimed."""
+        try:
+            self.backend.finish(self.steps)
+        finally:
+            self.backend.teardown()
+            self.log.close()
+
+
+def inprocess_child(args: argparse.Namespace, case: tuple[str, str, str], tmp: Path) -> None:
+    """Both sides of ``case`` in this process, alternating in blocks (A B B A ...):
+    one JSON line per pair with each side's median batch time (ms)."""
+    framework, model, phase = case
+    side = DlbenchSide(args, case, tmp)
+    step, sync = PLAIN_LOOPS[framework](model, phase, args.batch, args.image_size,
+                                        args.threads, tmp)
+    try:
+        for i in range(args.repeats):
+            order = ("plain", "dlbench") if i % 2 == 0 else ("dlbench", "plain")
+            medians = {}
+            for name in order:
+                times = (plain_block(step, sync, args.warmup, args.batches) if name == "plain"
+                         else side.block(args.warmup, args.batches))
+                medians[name] = statistics.median(times)
+            print(json.dumps(medians), flush=True)
+    finally:
+        side.close()
+
+
+def _report(case: tuple[str, str, str], i: int, medians: dict[str, float],
+            ratios: list[float]) -> None:
+    ratios.append(medians["plain"] / medians["dlbench"])  # throughput ratio
+    print(f"  {'/'.join(case)} pair {i + 1}: plain {medians['plain']:.4f} ms, "
+          f"dlbench {medians['dlbench']:.4f} ms, ratio {ratios[-1]:.3f}", flush=True)
+
+
+def measure_inprocess(args: argparse.Namespace, case: tuple[str, str, str], tmp: Path
+                      ) -> list[float]:
+    """One fresh interpreter for ``case``, both sides in it; the pairs' ratios."""
+    ratios: list[float] = []
+    with open(tmp / f"{'-'.join(case)}.stderr", "w+") as errors:
+        child = subprocess.Popen(_child(args, "inprocess", case, tmp), text=True,
+                                 stdout=subprocess.PIPE, stderr=errors)
+        assert child.stdout is not None
+        for line in child.stdout:  # the framework may print lines of its own
+            if line.startswith("{"):
+                _report(case, len(ratios), json.loads(line), ratios)
+        if child.wait():
+            errors.seek(0)
+            raise SystemExit(f"{'/'.join(case)}: the in-process run failed:\n"
+                             f"{errors.read()[-2000:]}")
+    return ratios
+
+
+def measure_fresh(args: argparse.Namespace, case: tuple[str, str, str], tmp: Path
+                  ) -> list[float]:
+    """``--fresh``: each side in a fresh process per repeat, alternating; the ratios."""
+    ratios: list[float] = []
     for i in range(args.repeats):
         order = ("plain", "dlbench") if i % 2 == 0 else ("dlbench", "plain")
         medians = {}
         for side in order:
-            times = (plain_times(args, case) if side == "plain"
+            times = (plain_times(args, case, tmp) if side == "plain"
                      else dlbench_times(args, case, tmp / f"{'-'.join(case)}-{i}"))
             medians[side] = statistics.median(times)
-        ratios.append(medians["plain"] / medians["dlbench"])  # throughput ratio
-        print(f"  {'/'.join(case)} repeat {i + 1}: plain {medians['plain']:.4f} ms, "
-              f"dlbench {medians['dlbench']:.4f} ms, ratio {ratios[-1]:.3f}", flush=True)
-    ratio = statistics.median(ratios)
-    print(f"{'/'.join(case)}: ratio {ratio:.3f} (paired repeats {min(ratios):.3f}.."
-          f"{max(ratios):.3f}, n={len(ratios)})", flush=True)
-    return ratio
+        _report(case, i, medians, ratios)
+    return ratios
 
 
-def main() -> None:
-    """Measure every case, alternating sides, and print the smallest ratio last."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--frameworks", default="pytorch",
                         help="comma list, or 'installed' for every installed one")
     parser.add_argument("--models", default="toy,resnet18")
@@ -205,10 +243,39 @@ def main() -> None:
     parser.add_argument("--image-size", type=int, default=64,
                         help="0 for the model's published size")
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--batches", type=int, default=50)
+    parser.add_argument("--batches", type=int, default=50,
+                        help="timed batches per block (--fresh: per run)")
     parser.add_argument("--threads", type=int, default=0, help="0: the framework's default")
-    parser.add_argument("--repeats", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=4, help="pairs of blocks (of runs)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="each side in a fresh process per repeat (dlbench run against "
+                             "a plain loop's process) instead of both sides in one process")
+    parser.add_argument("--cpu", type=int, default=None,
+                        help="run both sides on this one CPU (the benchmark's processes "
+                             "inherit its affinity): a process moved between cores, or "
+                             "sharing one with another, is what makes fresh processes differ")
+    # This script's own child processes: one side, or one case, in a fresh interpreter.
+    parser.add_argument("--child", choices=("plain", "inprocess"), help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--tmp", help=argparse.SUPPRESS)
+    return parser
+
+
+def main() -> None:
+    """Measure every case, alternating sides, and print the smallest ratio last."""
+    parser = _parser()
     args = parser.parse_args()
+    if args.child:
+        framework, model, phase = args.case.split("/")
+        if args.child == "plain":
+            step, sync = PLAIN_LOOPS[framework](model, phase, args.batch, args.image_size,
+                                                args.threads, Path(args.tmp))
+            print(json.dumps(plain_block(step, sync, args.warmup, args.batches)))
+        else:
+            inprocess_child(args, (framework, model, phase), Path(args.tmp))
+        return
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
 
     frameworks = args.frameworks.split(",")
     if args.frameworks == "installed":
@@ -217,16 +284,24 @@ def main() -> None:
     if unknown:
         parser.error(f"--frameworks: no plain loop for {', '.join(unknown)} "
                      f"(accepted: {', '.join(PLAIN_LOOPS)})")
-    print(f"settings: batch={args.batch} image_size={args.image_size or 'published'} "
-          f"warmup={args.warmup} batches={args.batches} "
-          f"threads={args.threads or 'default'} repeats={args.repeats}")
+    print(f"settings: mode={'fresh' if args.fresh else 'in-process'} batch={args.batch} "
+          f"image_size={args.image_size or 'published'} warmup={args.warmup} "
+          f"batches={args.batches} threads={args.threads or 'default'} "
+          f"repeats={args.repeats}")
+    measure = measure_fresh if args.fresh else measure_inprocess
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for framework in frameworks:
             for model in args.models.split(","):
                 for phase in args.phases.split(","):
+                    if phase not in PHASES.get(framework, (phase,)):
+                        continue
                     case = (framework, model, phase)
-                    results[case] = measure_case(args, case, Path(tmp))
+                    ratios = measure(args, case, Path(tmp))
+                    results[case] = statistics.median(ratios)
+                    print(f"{'/'.join(case)}: ratio {results[case]:.3f} (pairs "
+                          f"{min(ratios):.3f}..{max(ratios):.3f}, n={len(ratios)})",
+                          flush=True)
     worst = min(results, key=lambda case: results[case])
     print(f"smallest: {'/'.join(worst)}")
     print(f"ratio={results[worst]:.3f}")
