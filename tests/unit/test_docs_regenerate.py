@@ -121,3 +121,12 @@ def test_run_page_in_order_in_one_shell(regen: ModuleType, tmp_path: Path) -> No
     page_file.write_text(page_file.read_text().replace("hello 7\n", ""))
     [line] = regen.process(page_file, True, False, 60.0)
     assert line.endswith("p.md:8: mismatch: line 1: shows '(exit status #)', got 'hello #'")
+
+
+def test_sanitise_replaces_a_short_host_name_only_where_it_is_one(
+    regen: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(regen.socket, "gethostname", lambda: "vm")
+    text = 'sys.hostname   vm\n__sys.hostname__="vm"\n/proc/sys/vm/drop_caches'
+    assert regen.sanitise(text, tmp_path) == (
+        'sys.hostname   myhost\n__sys.hostname__="myhost"\n/proc/sys/vm/drop_caches')
