@@ -41,7 +41,7 @@ from typing import IO, Any
 
 from dlbench.launch.command import uses_torchrun, worker_argv, worker_env
 from dlbench.launch.copies import copy_count
-from dlbench.launch.local import WorkerProcess, _die_with_parent, start_worker
+from dlbench.launch.local import WorkerProcess, die_with_parent, start_worker
 
 __all__ = ["FORK_SAFE_MODULES", "ForkServer", "ForkServerError", "ForkedWorker", "Forks",
            "gpu_visible", "unsuitable"]
@@ -108,7 +108,7 @@ class ForkServer:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 env=dict(env), pass_fds=(theirs.fileno(),), start_new_session=True,
                 # Safe: the runner starts no threads.
-                preexec_fn=lambda: _die_with_parent(parent))
+                preexec_fn=lambda: die_with_parent(parent))
         finally:
             theirs.close()
         try:

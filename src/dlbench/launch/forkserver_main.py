@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import gc
 import importlib
 import io
@@ -35,23 +34,13 @@ import json
 import os
 import random
 import runpy
-import signal
 import socket
 import sys
 import threading
 import traceback
 from typing import Any
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """SIGKILL this process when its parent dies (Linux), as a plain worker has."""
-    if not sys.platform.startswith("linux"):
-        return
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
+from dlbench.launch.local import die_with_parent
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
@@ -79,7 +68,7 @@ def _child(request: dict[str, Any], sock: socket.socket, ready_w: int) -> None:
     try:
         os.close(sock.fileno())  # the server's end: only the server answers on it
         os.setsid()
-        _die_with_parent(int(request["server"]))
+        die_with_parent(int(request["server"]))
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ["DLBENCH_WORKER_START"] = "forked"  # recorded as sys.worker_start

@@ -21,8 +21,11 @@ from typing import IO, Protocol
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    # Runs in the child between fork and exec. The death signal survives exec.
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when its parent ``parent_pid`` dies (Linux; elsewhere
+    nothing). Runs in a child after fork; the death signal survives exec."""
+    if not sys.platform.startswith("linux"):
+        return
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
@@ -40,7 +43,7 @@ def start_worker(
 
     def preexec() -> None:
         if linux:
-            _die_with_parent(parent)
+            die_with_parent(parent)
         if setup is not None:
             setup()
 
