@@ -6,8 +6,12 @@ same framework (plain_loops.py), alternating A B B A A B B A ... so that a drift
 the machine's speed hits both sides alike.
 
 By default both sides run in ONE fresh interpreter per case (frameworks never share
-a process), in blocks of ``--batches`` timed batches after ``--warmup``, ``--repeats``
-pairs of blocks. The dlbench side is the real thing: an experiment planned from the
+a process), in blocks of timed batches after ``--warmup``, ``--repeats`` pairs of
+blocks. A block lasts about ``--block-seconds`` (1 s; the batch count comes from the
+plain loop's step time, probed first in a process of its own), as an experiment's
+timed section lasts seconds: blocks of a few milliseconds measure mostly their edges
+(on a GPU, toy training in 50-batch blocks read 0.84, in 400-batch blocks 1.01), or
+exactly ``--batches``. The dlbench side is the real thing: an experiment planned from the
 same ``-P`` parameters ``dlbench run`` gets, its backend loaded and set up as the
 worker does, and per block the worker's timed section: its resource monitor and
 progress thread running, ``measure.timing.run_batches(backend.step,
@@ -26,11 +30,13 @@ spread. The last line is ``ratio=<the smallest case's ratio>``.
     python benchmarks/harness_overhead.py --models toy,resnet18 --phases training,inference
     python benchmarks/harness_overhead.py --frameworks installed --threads 1 --repeats 8
     python benchmarks/harness_overhead.py --fresh --frameworks pytorch --models toy
+    python benchmarks/harness_overhead.py --gpu 0 --models resnet18,resnet50 --batch 64
 
 Plain loops exist for PyTorch, JAX, TensorFlow (with XLA, and ``tensorflow.xla=true``
 on the dlbench side) and ONNX Runtime (inference only, its own export of the PyTorch
 model). In one process, settings global to a framework (threads) are shared by both
-sides.
+sides. ``--gpu N`` runs both sides on CUDA GPU N (PyTorch and JAX; the plain loop
+synchronises the device after each step, as dlbench does).
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from dlbench.results.store import Store
 
 # Beside this script: run as a script (and in its child processes), its folder is the
 # first entry of the import path.
-from plain_loops import PLAIN_LOOPS, plain_block
+from plain_loops import GPU_LOOPS, PLAIN_LOOPS, plain_block
 
 # What each framework's dlbench side is asked for, beyond the shared settings.
 THREAD_PARAM = {"pytorch": "pytorch.num_threads", "jax": None,
@@ -60,6 +66,10 @@ EXTRA_PARAMS = {"pytorch": [], "jax": [], "tensorflow": ["tensorflow.xla=true"],
                 "onnxruntime": []}
 # ONNX Runtime runs inference only.
 PHASES = {"onnxruntime": ("inference",)}
+# --batches 0: blocks of about --block-seconds, within this many batches; --fresh runs
+# this many batches per process.
+MAX_BLOCK_BATCHES = 50_000
+FRESH_BATCHES = 50
 MODULES = {"pytorch": "torch", "jax": "jax", "tensorflow": "tensorflow",
            "onnxruntime": "onnxruntime"}
 
@@ -71,6 +81,8 @@ def dlbench_params(args: argparse.Namespace, case: tuple[str, str, str]) -> list
               f"exp.replica_batch={args.batch}", f"exp.image_size={args.image_size}",
               f"exp.num_warmup_batches={args.warmup}", f"exp.num_batches={args.batches}",
               "exp.rerun=always"]
+    if args.gpu is not None:
+        params.append(f"exp.gpus={args.gpu}")
     if args.threads and THREAD_PARAM[framework]:
         params.append(f"{THREAD_PARAM[framework]}={args.threads}")
     return params + EXTRA_PARAMS[framework]
@@ -82,7 +94,8 @@ def _child(args: argparse.Namespace, kind: str, case: tuple[str, str, str], tmp:
     return [sys.executable, __file__, "--child", kind, "--case", "/".join(case),
             "--tmp", str(tmp), "--batch", str(args.batch), "--image-size",
             str(args.image_size), "--warmup", str(args.warmup), "--batches",
-            str(args.batches), "--threads", str(args.threads), "--repeats", str(args.repeats)]
+            str(args.batches), "--threads", str(args.threads), "--repeats", str(args.repeats),
+            *(["--gpu", str(args.gpu)] if args.gpu is not None else [])]
 
 
 def plain_times(args: argparse.Namespace, case: tuple[str, str, str], tmp: Path
@@ -179,7 +192,7 @@ def inprocess_child(args: argparse.Namespace, case: tuple[str, str, str], tmp: P
     framework, model, phase = case
     side = DlbenchSide(args, case, tmp)
     step, sync = PLAIN_LOOPS[framework](model, phase, args.batch, args.image_size,
-                                        args.threads, tmp)
+                                        args.threads, tmp, args.gpu)
     try:
         for i in range(args.repeats):
             order = ("plain", "dlbench") if i % 2 == 0 else ("dlbench", "plain")
@@ -200,9 +213,26 @@ def _report(case: tuple[str, str, str], i: int, medians: dict[str, float],
           f"dlbench {medians['dlbench']:.4f} ms, ratio {ratios[-1]:.3f}", flush=True)
 
 
+def block_batches(args: argparse.Namespace, case: tuple[str, str, str], tmp: Path) -> int:
+    """``--batches 0``: how many batches make a block of about ``--block-seconds``,
+    from the plain loop's median step in a fresh process of its own. A block of a few
+    milliseconds (50 steps of a toy model) is mostly its edges: the threads the worker
+    starts and the samples it takes at the start of its timed section, where an
+    experiment's timed section lasts seconds."""
+    probe = argparse.Namespace(**{**vars(args), "batches": 20})
+    out = subprocess.run(_child(probe, "plain", case, tmp), capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{'/'.join(case)}: the plain loop failed:\n{out.stderr[-2000:]}")
+    step_ms = statistics.median(json.loads(out.stdout.strip().splitlines()[-1]))
+    return max(20, min(MAX_BLOCK_BATCHES, round(args.block_seconds * 1000 / max(step_ms, 1e-3))))
+
+
 def measure_inprocess(args: argparse.Namespace, case: tuple[str, str, str], tmp: Path
                       ) -> list[float]:
     """One fresh interpreter for ``case``, both sides in it; the pairs' ratios."""
+    if not args.batches:
+        args = argparse.Namespace(**{**vars(args), "batches": block_batches(args, case, tmp)})
+        print(f"  {'/'.join(case)}: {args.batches} batches per block", flush=True)
     ratios: list[float] = []
     with open(tmp / f"{'-'.join(case)}.stderr", "w+") as errors:
         child = subprocess.Popen(_child(args, "inprocess", case, tmp), text=True,
@@ -221,6 +251,7 @@ def measure_inprocess(args: argparse.Namespace, case: tuple[str, str, str], tmp:
 def measure_fresh(args: argparse.Namespace, case: tuple[str, str, str], tmp: Path
                   ) -> list[float]:
     """``--fresh``: each side in a fresh process per repeat, alternating; the ratios."""
+    args = argparse.Namespace(**{**vars(args), "batches": args.batches or FRESH_BATCHES})
     ratios: list[float] = []
     for i in range(args.repeats):
         order = ("plain", "dlbench") if i % 2 == 0 else ("dlbench", "plain")
@@ -243,8 +274,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--image-size", type=int, default=64,
                         help="0 for the model's published size")
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--batches", type=int, default=50,
-                        help="timed batches per block (--fresh: per run)")
+    parser.add_argument("--batches", type=int, default=0,
+                        help="timed batches per block (--fresh: per run); 0: blocks of "
+                             "about --block-seconds (--fresh: 50 batches)")
+    parser.add_argument("--block-seconds", type=float, default=1.0,
+                        help="with --batches 0, each block's length in seconds")
     parser.add_argument("--threads", type=int, default=0, help="0: the framework's default")
     parser.add_argument("--repeats", type=int, default=4, help="pairs of blocks (of runs)")
     parser.add_argument("--fresh", action="store_true",
@@ -254,6 +288,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="run both sides on this one CPU (the benchmark's processes "
                              "inherit its affinity): a process moved between cores, or "
                              "sharing one with another, is what makes fresh processes differ")
+    parser.add_argument("--gpu", type=int, default=None,
+                        help="run both sides on this CUDA GPU (PyTorch and JAX)")
     # This script's own child processes: one side, or one case, in a fresh interpreter.
     parser.add_argument("--child", choices=("plain", "inprocess"), help=argparse.SUPPRESS)
     parser.add_argument("--case", help=argparse.SUPPRESS)
@@ -269,7 +305,7 @@ def main() -> None:
         framework, model, phase = args.case.split("/")
         if args.child == "plain":
             step, sync = PLAIN_LOOPS[framework](model, phase, args.batch, args.image_size,
-                                                args.threads, Path(args.tmp))
+                                                args.threads, Path(args.tmp), args.gpu)
             print(json.dumps(plain_block(step, sync, args.warmup, args.batches)))
         else:
             inprocess_child(args, (framework, model, phase), Path(args.tmp))
@@ -284,10 +320,14 @@ def main() -> None:
     if unknown:
         parser.error(f"--frameworks: no plain loop for {', '.join(unknown)} "
                      f"(accepted: {', '.join(PLAIN_LOOPS)})")
+    if args.gpu is not None and set(frameworks) - set(GPU_LOOPS):
+        parser.error(f"--gpu: plain GPU loops exist for {', '.join(GPU_LOOPS)} only; "
+                     f"use --frameworks {','.join(GPU_LOOPS)}")
     print(f"settings: mode={'fresh' if args.fresh else 'in-process'} batch={args.batch} "
           f"image_size={args.image_size or 'published'} warmup={args.warmup} "
-          f"batches={args.batches} threads={args.threads or 'default'} "
-          f"repeats={args.repeats}")
+          f"batches={args.batches or f'about {args.block_seconds:g} s'} "
+          f"threads={args.threads or 'default'} repeats={args.repeats} "
+          f"device={'cpu' if args.gpu is None else f'gpu {args.gpu}'}")
     measure = measure_fresh if args.fresh else measure_inprocess
     results = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -28,8 +28,9 @@ def _model(model_id: str, size: int) -> tuple[Any, tuple[int, ...]]:
 
 
 def plain_pytorch(model_id: str, phase: str, batch: int, size: int, threads: int,
-                  tmp: Path) -> tuple[Step, Step]:
-    """PyTorch by hand: SGD with momentum and cross-entropy, or an inference-mode call."""
+                  tmp: Path, gpu: int | None = None) -> tuple[Step, Step]:
+    """PyTorch by hand: SGD with momentum and cross-entropy, or an inference-mode call;
+    on GPU ``gpu`` (cuDNN's benchmark mode on, as dlbench's default) synchronised."""
     import torch
 
     from dlbench.models import build_pytorch_model
@@ -37,9 +38,13 @@ def plain_pytorch(model_id: str, phase: str, batch: int, size: int, threads: int
     info, shape = _model(model_id, size)
     if threads:
         torch.set_num_threads(threads)
-    model = build_pytorch_model(model_id, shape, info.num_classes)
-    x = torch.randn(batch, *shape)
-    y = torch.randint(0, info.num_classes, (batch,))
+    device = torch.device("cpu") if gpu is None else torch.device("cuda", gpu)
+    if gpu is not None:
+        torch.cuda.set_device(device)
+        torch.backends.cudnn.benchmark = True
+    model = build_pytorch_model(model_id, shape, info.num_classes).to(device)
+    x = torch.randn(batch, *shape, device=device)
+    y = torch.randint(0, info.num_classes, (batch,), device=device)
     if phase == "training":
         model.train()
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -56,12 +61,15 @@ def plain_pytorch(model_id: str, phase: str, batch: int, size: int, threads: int
         def step() -> None:
             with torch.inference_mode():
                 model(x)
+    if gpu is not None:
+        return step, lambda: torch.cuda.synchronize(device)
     return step, lambda: None
 
 
 def plain_jax(model_id: str, phase: str, batch: int, size: int, threads: int,
-              tmp: Path) -> tuple[Step, Step]:
-    """JAX by hand: one jitted step (batch-norm statistics updated in training)."""
+              tmp: Path, gpu: int | None = None) -> tuple[Step, Step]:
+    """JAX by hand: one jitted step (batch-norm statistics updated in training), on
+    JAX's GPU ``gpu`` when given."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -72,9 +80,10 @@ def plain_jax(model_id: str, phase: str, batch: int, size: int, threads: int,
     info, shape = _model(model_id, size)
     module = build_jax_model(model_id, shape, info.num_classes, jnp.float32)
     rng = np.random.default_rng(0)
+    device = jax.devices("cpu" if gpu is None else "gpu")[gpu or 0]
     x = jax.device_put(rng.standard_normal(
-        (batch, *jax_sample_shape(shape, info.is_image)), dtype=np.float32))
-    y = jax.device_put(rng.integers(0, info.num_classes, (batch,), dtype=np.int32))
+        (batch, *jax_sample_shape(shape, info.is_image)), dtype=np.float32), device)
+    y = jax.device_put(rng.integers(0, info.num_classes, (batch,), dtype=np.int32), device)
     variables = module.init(jax.random.key(2), x[:1], train=False)
     out: list[Any] = [None, None]
     if phase == "training":
@@ -110,7 +119,7 @@ def plain_jax(model_id: str, phase: str, batch: int, size: int, threads: int,
 
 
 def plain_tensorflow(model_id: str, phase: str, batch: int, size: int, threads: int,
-                     tmp: Path) -> tuple[Step, Step]:
+                     tmp: Path, gpu: int | None = None) -> tuple[Step, Step]:
     """TensorFlow by hand, compiled with XLA; on the CPU the training loss read back
     (4 bytes) is the sync, as TensorFlow runs synchronously there."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -154,7 +163,7 @@ def plain_tensorflow(model_id: str, phase: str, batch: int, size: int, threads: 
 
 
 def plain_onnxruntime(model_id: str, phase: str, batch: int, size: int, threads: int,
-                      tmp: Path) -> tuple[Step, Step]:
+                      tmp: Path, gpu: int | None = None) -> tuple[Step, Step]:
     """ONNX Runtime by hand: its own export of the PyTorch model (once per case, in
     ``tmp``, untimed), one session on the CPU."""
     import numpy as np
@@ -184,11 +193,13 @@ def plain_onnxruntime(model_id: str, phase: str, batch: int, size: int, threads:
 
 
 # What a person writes by hand to time a model, one per framework: each returns the
-# step and the sync of the plain loop (plain_block).
-PLAIN_LOOPS: dict[str, Callable[[str, str, int, int, int, Path], tuple[Step, Step]]] = {
+# step and the sync of the plain loop (plain_block). PyTorch's and JAX's run on a GPU
+# too (GPU_LOOPS); TensorFlow's and ONNX Runtime's on the CPU only.
+PLAIN_LOOPS: dict[str, Callable[..., tuple[Step, Step]]] = {
     "pytorch": plain_pytorch, "jax": plain_jax, "tensorflow": plain_tensorflow,
     "onnxruntime": plain_onnxruntime,
 }
+GPU_LOOPS = ("pytorch", "jax")
 
 
 def plain_block(step: Step, sync: Step, warmup: int, batches: int) -> list[float]:

@@ -15,6 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 # Writing an undeclared results.*, sys.* or hw.* key fails under test, in this process
 # and in every worker it starts (dlbench.results.keys.check_key).
 os.environ["DLBENCH_STRICT_KEYS"] = "1"
+# The suite runs on the CPU: on a machine with GPUs, JAX used in this process (and in
+# several of them under pytest-xdist) would each take 75% of a GPU's memory.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 CliRunner = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -35,6 +38,19 @@ def dlbench(tmp_path: Path) -> CliRunner:
         )
 
     return run
+
+
+@pytest.fixture
+def two_cores() -> Iterator[None]:
+    """This process, and what it starts, on its first two usable CPUs: tests of copies
+    "on a core each" then mean one core per copy on any machine (on 16 cores a copy
+    would get 8, and with them 8 BLAS threads' buffers under its memory cap)."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("needs two usable cores")
+    os.sched_setaffinity(0, cores[:2])
+    yield
+    os.sched_setaffinity(0, cores)
 
 
 @pytest.fixture(autouse=True)

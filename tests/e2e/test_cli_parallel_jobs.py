@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,8 @@ from tests.conftest import CliRunner
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")
 def test_two_pytorch_copies_each_on_a_core_report_their_own_and_the_sum(
-    dlbench: CliRunner, tmp_path: Path
+    dlbench: CliRunner, tmp_path: Path, two_cores: None
 ) -> None:
     proc = dlbench("run", "-P", "exp.framework=pytorch", "-P", "exp.model=toy",
                    "-P", "exp.replica_batch=8", "-P", "exp.num_warmup_batches=2",

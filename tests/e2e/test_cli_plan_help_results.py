@@ -109,7 +109,9 @@ def test_help_params_models_frameworks(dlbench: CliRunner) -> None:
     assert header.split() == ["id", "title", "phases", "installed", "versions", "devices"]
     rows = {cells[0]: cells for cells in (re.split(r"\s{2,}", line.strip()) for line in table)}
     assert list(rows) == list(FRAMEWORKS)
-    assert rows["pytorch"][3:] == ["yes", rows["pytorch"][4], "cpu"]
+    # the CPU first, then any CUDA GPU PyTorch sees ("cpu, cuda:0 NVIDIA H100 ...")
+    assert rows["pytorch"][3] == "yes"
+    assert re.fullmatch(r"cpu(, cuda:\d+ .+)*", rows["pytorch"][5]), rows["pytorch"][5]
     assert rows["pytorch"][4].startswith("torch 2.")
     assert rows["onnxruntime"][2] == "inference" and "onnxruntime 1." in rows["onnxruntime"][4]
     assert rows["fake"][3:] == ["yes", "(built in)", "cpu (simulated)"]

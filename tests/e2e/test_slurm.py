@@ -7,6 +7,7 @@ why. The flag checks that need no cluster run everywhere.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -287,6 +288,8 @@ def test_without_submitit_slurm_says_how_to_install(tmp_path: Path) -> None:
     assert len(proc.stderr.splitlines()) == 1
 
 
+@pytest.mark.skipif(importlib.util.find_spec("submitit") is None,
+                    reason="submitit (dlbench[slurm]) is checked before Slurm's commands")
 def test_without_slurm_commands_says_so(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
     proc = subprocess.run([sys.executable, "-m", "dlbench", "run", "--launcher", "slurm", *FAKE],

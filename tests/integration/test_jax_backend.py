@@ -139,6 +139,20 @@ def test_available_devices_lists_the_cpu() -> None:
     assert jax_backend.available_devices()[0] == "cpu"
 
 
+def test_a_cpu_experiment_keeps_jax_off_the_gpus() -> None:
+    # With exp.gpus empty the worker limits JAX to the CPU before JAX starts its
+    # clients: on a machine with GPUs, its GPU client would take 75% of each GPU's
+    # memory and hold every array made without a device.
+    before = jax.config.jax_platforms
+    jax.config.update("jax_platforms", None)
+    try:
+        devices = jax_backend._select_devices("", 1, 1)
+        assert jax.config.jax_platforms == "cpu"
+        assert [d.platform for d in devices] == ["cpu"]
+    finally:
+        jax.config.update("jax_platforms", before)
+
+
 @pytest.mark.slow
 def test_cli_runs_data_parallel_on_two_cpu_devices(dlbench: CliRunner, tmp_path: Path) -> None:
     # Two CPU devices exist only in a process that asks for them before JAX starts: the

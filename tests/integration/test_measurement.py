@@ -152,6 +152,9 @@ def test_energy_from_rapl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     (package / "max_energy_range_uj").write_text("262143328850\n")
     (package / "energy_uj").write_text("0\n")
     monkeypatch.setattr(monitor_module, "RAPL_ROOT", tmp_path / "powercap")
+    # The stand-in package alone: on a machine with NVIDIA GPUs their energy would
+    # count in the total too.
+    monkeypatch.setattr(monitor_module, "load_nvml", lambda: (None, "not in this test"))
     stop = threading.Event()
 
     def meter() -> None:

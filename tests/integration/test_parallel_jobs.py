@@ -39,8 +39,8 @@ def _run(experiment: dict[str, Any], python: str | None = None) -> SweepResult:
         runner.close()
 
 
-@TWO_CORES
-def test_two_copies_on_a_core_each_report_their_own_and_the_sum(tmp_path: Path) -> None:
+def test_two_copies_on_a_core_each_report_their_own_and_the_sum(tmp_path: Path,
+                                                               two_cores: None) -> None:
     experiment = _plan(tmp_path, "fake.step_ms=20", "exp.replica_batch=4",
                        "exp.num_batches=15", "exp.parallel_memory_mb=256")
     started = time.monotonic()
@@ -119,8 +119,8 @@ def test_ctrl_c_stops_every_copy(tmp_path: Path) -> None:
         assert copy["exp.status"] == "interrupted" and "results.time" not in copy
 
 
-@TWO_CORES
-def test_a_copy_over_its_memory_share_runs_out_of_memory(tmp_path: Path) -> None:
+def test_a_copy_over_its_memory_share_runs_out_of_memory(tmp_path: Path,
+                                                        two_cores: None) -> None:
     experiment = _plan(tmp_path, "fake.step_ms=1", "exp.num_batches=3",
                        "exp.parallel_memory_mb=200", "fake.memory_mb=400")
     (outcome,) = _run(experiment).outcomes

@@ -4,6 +4,7 @@ arithmetic on known events."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,8 @@ def test_tensorflow_window_and_memory(tmp_path: Path) -> None:
     assert "GradientTape" in record["results.memory.note"]
 
 
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="planning exp.framework=tensorflow needs TensorFlow installed")
 def test_each_framework_declares_its_own_profiler(tmp_path: Path) -> None:
     from dlbench.config import load_spec, plan_experiments
 

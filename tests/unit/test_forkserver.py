@@ -95,6 +95,13 @@ def test_a_forked_toy_worker_writes_the_record_a_plain_one_does(tmp_path: Path) 
         _comparable(records[1]) | {"exp.out_dir": "", "sys.worker_start": ""})
 
 
+@pytest.fixture(autouse=True)
+def no_gpu_visible(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork server serves only where no GPU is visible to a worker: on a machine
+    with one these tests hide it, as a CPU machine has none."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+
+
 @pytest.fixture
 def fake_forks(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fake framework counts as fork-safe (it is: no threads, no device), so the

@@ -65,6 +65,11 @@ def _select_devices(gpus: str, replicas: int, nodes: int) -> list[Any]:
             f"use exp.num_nodes=1"
         )
     if not gpus:
+        # A CPU experiment on a machine with GPUs: JAX would otherwise start its GPU
+        # client at the first device query, take 75% of each GPU's memory and put
+        # arrays made without a device there. Takes effect before JAX starts its
+        # clients (a fresh worker process); afterwards it changes nothing.
+        jax.config.update("jax_platforms", "cpu")
         if replicas > 1:
             # Takes effect only before JAX starts its CPU client (a fresh worker process);
             # afterwards the count below tells whether enough devices exist anyway.
