@@ -15,6 +15,7 @@ import pytest
 
 from dlbench.cli import commands_run
 from dlbench.cli.main import main
+from dlbench.launch.runner import SweepResult
 from dlbench.results.store import Store
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="signals")
@@ -91,6 +92,20 @@ def test_second_ctrl_c_while_stopping_the_worker(tmp_path: Path) -> None:
     assert "Traceback" not in stderr
     assert "Interrupted: 2 experiment(s) not run" in stderr
     assert _statuses(out) == ["interrupted"]
+
+
+def test_interrupted_before_any_experiment_ended_prints_no_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As after a Ctrl-C while a Slurm job was still queued: no outcome at all.
+    monkeypatch.setattr(commands_run.Runner, "run",
+                        lambda self, experiments: SweepResult(interrupted=True))
+    assert main(["run", *FAKE, "-V", "exp.replica_batch=[1, 2]",
+                 "--out", str(tmp_path / "out")]) == 130
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.endswith("Interrupted: 2 experiment(s) not run; run the same command "
+                                 "again to resume.\n")
 
 
 def test_ctrl_c_while_planning_is_130_without_traceback(

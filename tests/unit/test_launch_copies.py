@@ -218,6 +218,11 @@ def test_without_cgroup_controllers_affinity_and_rlimit_hold_the_copy(tmp_path: 
         assert limits.out_of_memory(share, "MemoryError: ") == (
             "over the copy's memory cap of 256 MiB (exp.parallel_memory_mb; RLIMIT_DATA, "
             "which counts memory allocated, resident or not)")
+        # OpenBLAS's message, from NumPy loading under the cap with 8 threads' buffers
+        assert limits.out_of_memory(
+            share, "worker exited with status 1: OpenBLAS error: Memory allocation still "
+                   "failed after 10 retries, giving up.").startswith(
+            "over the copy's memory cap of 256 MiB")
 
 
 def test_docker_copies_are_held_by_the_engine() -> None:

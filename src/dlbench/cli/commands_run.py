@@ -179,11 +179,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         runner.close()
     records = [o.record for o in result.outcomes]
-    columns = [*_parameter_columns(records), *RESULT_COLUMNS]
-    headers = [RESULT_HEADERS.get(c, c) for c in columns]
-    print()
-    for line in format_table(records, columns, headers):
-        print(line)
+    if records:  # stopped before any experiment ended: no table, not an empty one
+        columns = [*_parameter_columns(records), *RESULT_COLUMNS]
+        headers = [RESULT_HEADERS.get(c, c) for c in columns]
+        print()
+        for line in format_table(records, columns, headers):
+            print(line)
     out_dirs = sorted({str(r["exp.out_dir"]) for r in records})
     for out_dir in (safe_text(_as_given(d, args.out)) for d in out_dirs):
         print(f"\nRun directory: {out_dir}")

@@ -31,9 +31,10 @@ from dlbench.measure.sysinfo import cpu_list_text
 #: Engines whose containers are not children of the command that starts them.
 _DETACHED_ENGINES = ("docker", "podman")
 
-#: Text in a failed copy's message that says an allocation failed.
+#: Text in a failed copy's message that says an allocation failed. OpenBLAS's own:
+#: loading NumPy under a small cap on a machine of many cores (its buffers per thread).
 _ALLOCATION_FAILURES = ("MemoryError", "can't allocate memory", "Cannot allocate memory",
-                        "out of memory", "bad_alloc")
+                        "out of memory", "bad_alloc", "Memory allocation still failed")
 
 _MIB = 2**20
 
