@@ -149,7 +149,7 @@ class DlbenchSide:
     def block(self, warmup: int, batches: int) -> list[float]:
         """One timed section as ``worker.experiment`` runs it; its batch times (ms)."""
         from dlbench.measure.monitor import ResourceMonitor
-        from dlbench.measure.timing import run_batches
+        from dlbench.worker.experiment import monitor_marker, timed_batches
         from dlbench.worker.progress import ProgressWriter
 
         # Named as in the worker: the progress writer finds them in its caller's frames.
@@ -159,19 +159,10 @@ class DlbenchSide:
         progress = ProgressWriter(self.log)
         if monitor is not None:
             monitor.start()
-
-        def mark(name: str) -> None:  # as the worker's: outside the timed intervals
-            if name == "timed_start":
-                progress.enter("timed")
-            if monitor is not None:
-                monitor.mark(name)
-
-        progress.enter("warmup")
-        progress.start()
         try:
-            timing = run_batches(backend.step, backend.synchronize, warmup, batches, mark=mark)
+            timing = timed_batches(backend, warmup, batches, progress,
+                                   monitor_marker(progress, monitor))
         finally:
-            progress.stop()
             if monitor is not None:
                 monitor.stop()
         self.steps += timing.num_warmup + len(timing.times_ms)

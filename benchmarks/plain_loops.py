@@ -195,7 +195,8 @@ def plain_onnxruntime(model_id: str, phase: str, batch: int, size: int, threads:
 # What a person writes by hand to time a model, one per framework: each returns the
 # step and the sync of the plain loop (plain_block). PyTorch's and JAX's run on a GPU
 # too (GPU_LOOPS); TensorFlow's and ONNX Runtime's on the CPU only.
-PLAIN_LOOPS: dict[str, Callable[..., tuple[Step, Step]]] = {
+PlainLoop = Callable[[str, str, int, int, int, Path, "int | None"], tuple[Step, Step]]
+PLAIN_LOOPS: dict[str, PlainLoop] = {
     "pytorch": plain_pytorch, "jax": plain_jax, "tensorflow": plain_tensorflow,
     "onnxruntime": plain_onnxruntime,
 }

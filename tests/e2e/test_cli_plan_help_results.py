@@ -110,7 +110,7 @@ def test_help_params_models_frameworks(dlbench: CliRunner) -> None:
     rows = {cells[0]: cells for cells in (re.split(r"\s{2,}", line.strip()) for line in table)}
     assert list(rows) == list(FRAMEWORKS)
     # the CPU first, then any CUDA GPU PyTorch sees ("cpu, cuda:0 NVIDIA H100 ...")
-    assert rows["pytorch"][3] == "yes"
+    assert len(rows["pytorch"]) == 6 and rows["pytorch"][3] == "yes"
     assert re.fullmatch(r"cpu(, cuda:\d+ .+)*", rows["pytorch"][5]), rows["pytorch"][5]
     assert rows["pytorch"][4].startswith("torch 2.")
     assert rows["onnxruntime"][2] == "inference" and "onnxruntime 1." in rows["onnxruntime"][4]

@@ -28,7 +28,7 @@ from dlbench.measure.scenario import run_scenario
 from dlbench.measure.stability import verdict
 from dlbench.measure.stats import rank_results, step_times, summarize_times, throughput
 from dlbench.measure.sysinfo import host_info, split_cores
-from dlbench.measure.timing import AutoStop, AutoWarmup, Timing, run_batches
+from dlbench.measure.timing import AutoStop, AutoWarmup, Marker, Timing, run_batches
 from dlbench.results.logfile import LOG_FILE_ENV, LogWriter
 from dlbench.results.progress import FAILURE_KIND_KEY, where_text
 from dlbench.worker.accuracy import train_to_accuracy
@@ -192,19 +192,39 @@ def _scenario_results(
     return results
 
 
+def monitor_marker(progress: ProgressWriter, monitor: ResourceMonitor | None) -> Marker:
+    """The timing loop's ``mark``: the progress writer enters the timed phase, and the
+    monitor takes a sample at the timed section's start and end."""
+    def mark(name: str) -> None:  # called by the timing loop outside timed intervals
+        if name == "timed_start":
+            progress.enter("timed")
+        if monitor is not None:
+            monitor.mark(name)
+    return mark
+
+
+def timed_batches(
+    backend: Backend, warmup: int | AutoWarmup, stop: int | AutoStop,
+    progress: ProgressWriter, mark: Marker,
+) -> Timing:
+    """The warm-up and timed batches of ``backend``, with the progress writer looking on
+    (it finds the experiment's ``params`` in its callers' frames)."""
+    progress.enter("warmup")
+    progress.start()
+    try:
+        return run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark)
+    finally:
+        progress.stop()
+
+
 def _timed_results(
     params: Mapping[str, Any], backend: Backend, environment: Mapping[str, Any],
-    progress: ProgressWriter, mark: Any, log_path: str,
+    progress: ProgressWriter, mark: Marker, log_path: str,
 ) -> dict[str, Any]:
     """Warm-up and timed batches, then (untimed) the profiling window and the memory
     breakdown; the ``results.*`` of all of them."""
     warmup, stop = policies(params)
-    progress.enter("warmup")
-    progress.start()
-    try:
-        timing = run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark)
-    finally:
-        progress.stop()
+    timing = timed_batches(backend, warmup, stop, progress, mark)
     progress.enter("finish")
     steps = timing.num_warmup + len(timing.times_ms)
     extra = profile_window(params, backend, steps, log_path)
@@ -238,13 +258,7 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
     backend = None
     results: dict[str, Any] = {}
     progress = ProgressWriter(log)
-
-    def mark(name: str) -> None:  # called by the timing loop outside timed intervals
-        if name == "timed_start":
-            progress.enter("timed")
-        if monitor is not None:
-            monitor.mark(name)
-
+    mark = monitor_marker(progress, monitor)
     try:
         progress.enter("setup")
         if params["exp.replica_batch"] == AUTO:
