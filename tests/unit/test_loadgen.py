@@ -17,6 +17,7 @@ from dlbench.backends.fake import FakeBackend
 from dlbench.config import load_spec, plan_experiments
 from dlbench.measure.early_stopping import min_queries
 from dlbench.measure.loadgen import (
+    RealClock,
     ScenarioRun,
     ScenarioSettings,
     Serve,
@@ -292,25 +293,50 @@ def test_single_stream_real_time_fake_workload() -> None:
     assert summarize(result)["results.latency_p50"] == pytest.approx(5.0, rel=0.02)
 
 
+class LateClock(RealClock):
+    """The real clock, noting how late each wait woke (the scheduler's delay)."""
+
+    def __init__(self) -> None:
+        self.late: list[float] = []
+
+    def wait_until(self, deadline: float) -> None:
+        super().wait_until(deadline)
+        self.late.append(max(0.0, self.now() - deadline))
+
+
+class ReplayClock(VirtualClock):
+    """A virtual clock whose waits wake as late as the real run's did, in order."""
+
+    def __init__(self, late: list[float]) -> None:
+        super().__init__()
+        self.late = iter(late)
+
+    def wait_until(self, deadline: float) -> None:
+        super().wait_until(deadline)
+        self.time += next(self.late, 0.0)
+
+
 def test_server_real_time_fake_workload_at_half_load() -> None:
     # 500 queries at 100/s on a 5 ms step: rho = 0.5, about 5 s. The M/D/1 answer
     # (mean wait within 10% of the formula) is checked above on the virtual clock,
     # over 40 000 queries: over 500 the sample mean varies by ±13% across seeds, and on
     # a busy machine the real steps are longer than 5 ms. What real time adds is the
     # issuer: its waits must be those of an ideal issuer on the same schedule with the
-    # same (measured) service times, replayed on a virtual clock.
+    # same (measured) service times and the same late wake-ups, replayed on a virtual
+    # clock. A busy machine wakes a sleeper late, and the query waited that long.
     s = settings("server", min_queries=500, target_qps=100.0, seed=12)
-    real = run(s, _fake_serve(5.0))
+    clock = LateClock()
+    real = run(s, _fake_serve(5.0), clock)
     out = summarize(real)
     assert out["results.qps_achieved"] == pytest.approx(100.0, rel=0.02)
     durations = iter(real.service)
-    replay = Simulated(0.0)
+    replay = ReplayClock(clock.late)
 
     def serve(samples: int) -> None:
-        replay.clock.advance(next(durations))
+        replay.advance(next(durations))
 
-    ideal = summarize(run(s, serve, replay.clock))["results.wait_mean"]
-    # Waking for an arrival may be late by the scheduler's delay, which counts (the
-    # query waited), hence the 0.5 ms beside the 10%.
+    ideal = summarize(run(s, serve, replay))["results.wait_mean"]
+    # What is left is the issuer's own bookkeeping between a wake and the next serve,
+    # 3-7% here (0.1-0.2 ms), with the late wake-ups of a loaded machine taken out.
     assert out["results.wait_mean"] == pytest.approx(ideal, rel=0.1, abs=0.5)
     assert out["results.latency_p50"] >= 5.0
