@@ -17,10 +17,8 @@ from dlbench.config import load_spec, plan_experiments
 from dlbench.launch.runner import Runner, SweepResult
 from dlbench.results.parser import parse_log
 
-pytestmark = pytest.mark.slow
-
-TWO_CORES = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
-                               reason="two copies on a core each need two usable cores")
+# Two copies on a core each: pinned to two cores (skipped with fewer).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("two_cores")]
 
 
 def _plan(tmp_path: Path, *params: str) -> dict[str, Any]:
@@ -39,8 +37,7 @@ def _run(experiment: dict[str, Any], python: str | None = None) -> SweepResult:
         runner.close()
 
 
-def test_two_copies_on_a_core_each_report_their_own_and_the_sum(tmp_path: Path,
-                                                               two_cores: None) -> None:
+def test_two_copies_on_a_core_each_report_their_own_and_the_sum(tmp_path: Path) -> None:
     experiment = _plan(tmp_path, "fake.step_ms=20", "exp.replica_batch=4",
                        "exp.num_batches=15", "exp.parallel_memory_mb=256")
     started = time.monotonic()
@@ -79,7 +76,6 @@ def test_two_copies_on_a_core_each_report_their_own_and_the_sum(tmp_path: Path,
     assert Path(record["exp.log_file"] + ".copy1").read_text().count(mechanism) == 1
 
 
-@TWO_CORES
 def test_a_failing_copy_fails_the_experiment_and_stops_the_other(tmp_path: Path) -> None:
     # Copy 2's interpreter breaks at start; copy 1 would run for 20 s.
     wrapper = tmp_path / "python"
@@ -102,7 +98,6 @@ def test_a_failing_copy_fails_the_experiment_and_stops_the_other(tmp_path: Path)
         outcome.record["exp.status_msg"])
 
 
-@TWO_CORES
 def test_ctrl_c_stops_every_copy(tmp_path: Path) -> None:
     experiment = _plan(tmp_path, "fake.step_ms=20", "exp.num_batches=1000")
     timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
@@ -119,8 +114,7 @@ def test_ctrl_c_stops_every_copy(tmp_path: Path) -> None:
         assert copy["exp.status"] == "interrupted" and "results.time" not in copy
 
 
-def test_a_copy_over_its_memory_share_runs_out_of_memory(tmp_path: Path,
-                                                        two_cores: None) -> None:
+def test_a_copy_over_its_memory_share_runs_out_of_memory(tmp_path: Path) -> None:
     experiment = _plan(tmp_path, "fake.step_ms=1", "exp.num_batches=3",
                        "exp.parallel_memory_mb=200", "fake.memory_mb=400")
     (outcome,) = _run(experiment).outcomes

@@ -42,8 +42,7 @@ def start_worker(
     linux = sys.platform.startswith("linux")
 
     def preexec() -> None:
-        if linux:
-            die_with_parent(parent)
+        die_with_parent(parent)
         if setup is not None:
             setup()
 
