@@ -31,6 +31,12 @@ class ResultsError(DlbenchError):
     """A results source (run directory, store, exported file) cannot be read or written."""
 
 
+class MetricError(DlbenchError):
+    """A result key named as the metric of a comparison, a history check, a baseline or
+    a scorecard cannot be judged: it declares no direction (neither higher nor lower is
+    better) and none was given."""
+
+
 class QueryError(DlbenchError):
     """A ``--where``/``--query`` JSON query is malformed."""
 

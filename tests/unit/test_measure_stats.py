@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from dlbench.measure.combine import combine_repeats
 from dlbench.measure.stats import (
     ci95_half_width,
-    combine_repeats,
     median_ci95_half_width,
     sample_std,
     summarize_times,

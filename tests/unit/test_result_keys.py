@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from dlbench.cli.main import main
+from dlbench.measure.combine import combine_repeats
 from dlbench.measure.monitor import ResourceMonitor
-from dlbench.measure.stats import combine_repeats, rank_results, summarize_times
+from dlbench.measure.stats import rank_results, summarize_times
 from dlbench.measure.sysinfo import gpu_info, host_info
 from dlbench.results import keys
 from dlbench.results.key_table import AGGREGATES, PLACEHOLDERS, RESULT_KEYS
@@ -306,10 +307,10 @@ def test_the_source_scan_catches_typos(tmp_path: Path) -> None:
 def test_help_results_prints_the_matching_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["help", "--results", r"time_p9"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["name", "type", "unit", "meaning"]
+    assert out[0].split() == ["name", "type", "unit", "better", "meaning"]
     assert [line.split()[0] for line in out[2:]] == ["results.time_p90", "results.time_p95",
                                                      "results.time_p99"]
-    assert out[2].split()[1:4] == ["float", "ms", "90th"]
+    assert out[2].split()[1:5] == ["float", "ms", "lower", "90th"]
 
 
 def test_help_results_without_a_pattern_prints_every_key_and_placeholder(
@@ -345,6 +346,7 @@ def test_docs_key_tables_are_generated_from_the_table() -> None:
 
 def test_render_markdown_escapes_cells() -> None:
     table = render_markdown(("results.use.",))
-    assert "| `results.use.<series>_max` | float |  | that series' maximum" in table
+    assert "| `results.use.<series>_max` | float |  |  | that series' maximum" in table
+    assert "| `results.use.energy_j` | float | J | lower | CPU and GPU energy" in table
     assert "gpu\\<i>_util_percent" in table  # a bare <i> would be an HTML tag
     assert "results.time " not in table

@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dlbench.cli.usage import better_flag
 from dlbench.errors import ResultsError
 from dlbench.report.compare import compare_records, parse_threshold
 from dlbench.report.compare_format import format_comparison
 from dlbench.results.io import load_records
+from dlbench.results.keys import higher_is_better as declared_higher_is_better
 from dlbench.results.parser import ParseWarning
 
 
 def compare(args: argparse.Namespace) -> int:
     """Print the comparison; 1 with --fail-on-regression when something got slower."""
     threshold = parse_threshold(args.threshold)
+    # Which way the metric improves is settled before anything is read.
+    better = declared_higher_is_better(args.metric, better_flag(args))
     parse_warnings: list[ParseWarning] = []
     sides = []
     for name, source in (("A", args.a), ("B", args.b)):
@@ -24,7 +28,8 @@ def compare(args: argparse.Namespace) -> int:
         sides.append(records)
     for warning in parse_warnings:
         print(f"dlbench: warning: {warning}", file=sys.stderr)
-    comparison = compare_records(sides[0], sides[1], metric=args.metric, threshold=threshold)
+    comparison = compare_records(sides[0], sides[1], metric=args.metric, threshold=threshold,
+                                 higher_is_better=better)
     for message in comparison.warnings:
         print(f"dlbench: warning: {message}", file=sys.stderr)
     for line in format_comparison(comparison, args.format):

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlbench.cli.usage import add_format, format_choices
+from dlbench.cli.usage import add_format, add_metric, better_flag, format_choices
 from dlbench.errors import ResultsError, UsageError
 from dlbench.formats import REPORT_FORMATS
 
@@ -43,9 +43,7 @@ def _add_store(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_analysis(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--metric", default="results.throughput", metavar="KEY",
-                        help="the result whose series are analysed; higher is better for "
-                             "throughputs, TFLOP/s and MFU, lower for anything else")
+    add_metric(parser, "the result whose series are analysed")
     parser.add_argument("--window", type=int, default=_WINDOW, metavar="K",
                         help="a regression is new when it falls in the newest K runs of "
                              "its configuration")
@@ -190,6 +188,7 @@ def _analysis(args: argparse.Namespace) -> tuple[HistoryAnalysis, str]:
     from dlbench.report.compare import parse_threshold
     from dlbench.report.history_changes import analyse_history
     from dlbench.results.history_store import open_history, redact
+    from dlbench.results.keys import higher_is_better
 
     for flag, value, low in (("--window", args.window, 1), ("--min-size", args.min_size, 2),
                              ("--permutations", args.permutations, 1), ("--last", args.last, 0)):
@@ -201,11 +200,13 @@ def _analysis(args: argparse.Namespace) -> tuple[HistoryAnalysis, str]:
         raise UsageError(f"--p-value {args.p_value}: expected a probability between 0 and 1, "
                          "such as 0.01")
     threshold = parse_threshold(args.threshold)
+    higher = higher_is_better(args.metric, better_flag(args))
     spec = _store_spec(args)
     with open_history(spec, create=False) as store:
         rows = store.rows()
     analysis = analyse_history(
-        rows, metric=args.metric, window=args.window, threshold=threshold,
+        rows, metric=args.metric, higher_is_better=higher, window=args.window,
+        threshold=threshold,
         p_threshold=args.p_value, permutations=args.permutations, min_size=args.min_size,
         last=args.last, seed=args.seed)
     if not analysis.series:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dlbench.cli.usage import better_flag
 from dlbench.errors import ResultsError
 from dlbench.formats import HTML_FORMAT
 from dlbench.report.baseline import dump_baseline, make_baseline
@@ -110,7 +111,7 @@ def _gate(args: argparse.Namespace, built: Report) -> int:
 def baseline(args: argparse.Namespace) -> int:
     """Write a baseline file with one benchmark per configuration of the results."""
     records = _selected(args)
-    made, warnings = make_baseline(records, args.metric)
+    made, warnings = make_baseline(records, args.metric, better_flag(args))
     text = dump_baseline(made, args.output)  # checks the extension before any write
     for warning in warnings:
         print(f"dlbench: warning: {warning}", file=sys.stderr)

@@ -21,7 +21,14 @@ from typing import TypeAlias
 
 from dlbench import __version__
 from dlbench.cli import commands_help, commands_history, commands_results, commands_run
-from dlbench.cli.usage import Parser, add_format, add_where, format_choices, overview
+from dlbench.cli.usage import (
+    Parser,
+    add_format,
+    add_metric,
+    add_where,
+    format_choices,
+    overview,
+)
 from dlbench.errors import DlbenchError
 from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS
 from dlbench.launch.launchers import launchers
@@ -184,8 +191,7 @@ def _add_baseline(sub: Subparsers) -> None:
                               description="Write a baseline file: one target per benchmark.")
     _input(baseline)
     add_where(baseline)
-    baseline.add_argument("--metric", default="results.throughput", metavar="NAME",
-                          help="the result key each benchmark's target is taken from")
+    add_metric(baseline, "the result key each benchmark's target is taken from")
     baseline.add_argument("--output", required=True, metavar="FILE",
                           help=".json, .yaml or .csv")
     baseline.set_defaults(handler=_lazy("commands_report", "baseline"))
@@ -196,9 +202,7 @@ def _add_compare(sub: Subparsers) -> None:
                              description="Compare configurations present in both A and B.")
     compare.add_argument("a", metavar="A", help="results source of the reference")
     compare.add_argument("b", metavar="B", help="results source compared with A")
-    compare.add_argument("--metric", default="results.throughput", metavar="NAME",
-                         help="the result key compared; higher is better for throughputs, "
-                              "lower for anything else")
+    add_metric(compare, "the result key compared")
     compare.add_argument("--threshold", default="5%", metavar="PERCENT",
                          help="smallest change that counts (default 5%%)")
     compare.add_argument("--fail-on-regression", action="store_true",

@@ -190,6 +190,22 @@ def add_where(parser: argparse.ArgumentParser, what: str = "select records first
     parser.set_defaults(where_flag="--where")
 
 
+def add_metric(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--metric KEY`` (``what`` it is used for) and ``--better higher|lower``, which way
+    it improves where the key declares no direction (read with :func:`better_flag`)."""
+    parser.add_argument("--metric", default="results.throughput", metavar="KEY",
+                        help=f"{what}; which way is better is the key's declared direction "
+                             "(dlbench help --results, column better)")
+    parser.add_argument("--better", choices=("higher", "lower"), default=None,
+                        help="which way the metric improves, for a key that declares no "
+                             "direction (or to override it)")
+
+
+def better_flag(args: argparse.Namespace) -> bool | None:
+    """``--better`` as ``higher_is_better``: True, False, or None (the key decides)."""
+    return None if args.better is None else args.better == "higher"
+
+
 def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
     """Each sub-command of ``parser``: its name, its one line of help, its parser."""
     for action in parser._actions:

@@ -24,8 +24,10 @@ from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
 from dlbench.launch.cgroups import own_cgroup1_memory_dir, own_cgroup2_dir
-from dlbench.measure.stats import mean, summarize_times
+from dlbench.measure.combine import COPIES, combine_results
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
+from dlbench.results.keys import KEY_PREFIXES
+from dlbench.results.values import is_number
 
 #: ``exp.parallel_jobs=gpus``: one copy per GPU of ``exp.gpus``.
 PER_GPU = "gpus"
@@ -171,57 +173,33 @@ def combine_copies(
 ) -> dict[str, Any]:
     """One record from the records of the copies that ran ``experiment`` together.
 
-    ``results.throughput`` is the node's: the sum of the copies' throughputs, what
-    the N users get together. ``results.time`` is the mean of the copies' mean batch
-    times; the spread (``time_std``, percentiles) is over all copies' batches, kept
-    in ``results.time_data`` in copy order. Each copy's figures stay in lists
-    (``results.copy_*``) and its log (``results.copy_log_files``).
+    Every declared key combines by its rule over copies
+    (:func:`~dlbench.measure.combine.combine_results`): ``results.throughput`` is the
+    node's, the sum of the copies' throughputs, what the N users get together;
+    ``results.time`` is the mean of the copies' mean batch times; the spread
+    (``time_std``, percentiles) is over all copies' batches, kept in
+    ``results.time_data`` in copy order; monitor summaries, energies and memory peaks
+    by their own rules. Each copy's figures stay in lists (``results.copy_*``) and its
+    log (``results.copy_log_files``).
     """
     first = copies[0]
-    record = {k: v for k, v in first.items() if not k.startswith("results.")}
-    for own in ("sys.cpu_affinity", "hw.cpu_affinity_count"):  # each copy's, not the node's
-        record.pop(own, None)
+    # The copies' parameters are the experiment's; every declared key (results.*, sys.*,
+    # hw.*) combines by its own rule (dlbench.measure.combine).
+    record = {k: v for k, v in first.items() if not k.startswith(KEY_PREFIXES)}
     record.update(experiment)
-    times = [float(c["results.time"]) for c in copies]
-    pooled = [float(t) for c in copies for t in c["results.time_data"]]
-    record.update(summarize_times(pooled))
-    record["results.time"] = mean(times)
-    record["results.time_data"] = pooled
+    devices = len(copies) if gpu_list(experiment) else 1
+    record.update(combine_results(copies, COPIES, devices=devices, label="copy"))
     record["results.copies"] = len(copies)
-    record["results.copy_time"] = times
+    record["results.copy_time"] = [float(c["results.time"]) for c in copies]
     record["results.copy_throughput"] = [float(c["results.throughput"]) for c in copies]
-    record["results.throughput"] = sum(record["results.copy_throughput"])
-    if "results.throughput_unit" in first:
-        record["results.throughput_unit"] = first["results.throughput_unit"]
     tflops = [c.get("results.tflops") for c in copies]
-    if all(isinstance(t, (int, float)) for t in tflops):
-        record["results.copy_tflops"] = tflops
-        record["results.tflops"] = sum(float(t) for t in tflops if t is not None)
-    mfu = [c.get("results.mfu") for c in copies]
-    if all(isinstance(m, (int, float)) for m in mfu):
-        values = [float(m) for m in mfu if m is not None]
-        # The node's share of its peak: each GPU copy has a device (and a peak) of its
-        # own, so the mean; CPU copies share the one CPU whose peak each was measured
-        # against, so the sum.
-        record["results.mfu"] = mean(values) if gpu_list(experiment) else sum(values)
+    if all(is_number(t) for t in tflops):
+        record["results.copy_tflops"] = [float(t) for t in tflops]  # type: ignore[arg-type]
     record["results.copy_cpus"] = [c.get("exp.copy_cpus") for c in copies]
     record["results.copy_gpus"] = [c.get("exp.gpus") for c in copies]
     record["results.copy_cpu_affinity"] = [c.get("sys.cpu_affinity") for c in copies]
     record["results.copy_log_files"] = [str(c["exp.log_file"]) for c in copies]
     record["results.copy_isolation"] = mechanism
-    record["results.num_batches"] = sum(int(c.get("results.num_batches") or 0) for c in copies)
-    record["results.num_warmup_batches"] = sum(
-        int(c.get("results.num_warmup_batches") or 0) for c in copies)
-    reasons = dict.fromkeys(str(c.get("results.stop_reason")) for c in copies)
-    record["results.stop_reason"] = ",".join(reasons)
-    starts = [str(c["results.start_time"]) for c in copies if c.get("results.start_time")]
-    ends = [str(c["results.end_time"]) for c in copies if c.get("results.end_time")]
-    record["results.start_time"] = min(starts) if starts else None
-    record["results.end_time"] = max(ends) if ends else None
-    unstable = [f"copy {k}: {reason}" for k, c in enumerate(copies, start=1)
-                for reason in (c.get("results.unstable_reasons") or [])]
-    record["results.stable"] = all(c.get("results.stable") is not False for c in copies)
-    record["results.unstable_reasons"] = unstable
     record["exp.status"], record["exp.status_msg"] = "ok", ""
     return record
 

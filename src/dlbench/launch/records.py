@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dlbench.measure.combine import combine_repeats
 from dlbench.measure.ncu import summarize_ncu_file
 from dlbench.measure.stability import repeat_verdict
-from dlbench.measure.stats import combine_repeats
+from dlbench.results.keys import KEY_PREFIXES
 from dlbench.results.logfile import LINE_RE, LogWriter
 from dlbench.results.parser import parse_log
 from dlbench.results.progress import FAILURE_KIND_KEY, PROGRESS_KEY, where_text
@@ -171,12 +172,13 @@ def combine_processes(
     the first process's environment, the combined results and verdict. Monitor series
     stay in the per-process logs (``results.repeat_log_files``)."""
     first = processes[0]
-    record = {k: v for k, v in first.items() if not k.startswith("results.")}
+    # Every declared key (results.*, sys.*, hw.*) combines by its rule; the rest are
+    # the experiment's parameters.
+    record = {k: v for k, v in first.items() if not k.startswith(KEY_PREFIXES)}
     record.update(experiment)
     record.update(combine_repeats(processes))
     record.update(repeat_verdict(experiment, processes, record.get("results.repeat_cv")))
     record["results.repeat_log_files"] = [str(p["exp.log_file"]) for p in processes]
-    record["results.end_time"] = processes[-1].get("results.end_time")
     record["exp.status"], record["exp.status_msg"] = "ok", ""
     return record
 

@@ -7,7 +7,7 @@ record as ``results.time_data`` so that every summary can be recomputed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -165,98 +165,3 @@ def throughput(effective_batch: int, mean_time_ms: float) -> float:
     if mean_time_ms <= 0:
         raise ValueError(f"mean batch time must be positive, got {mean_time_ms}")
     return effective_batch * 1000.0 / mean_time_ms
-
-
-#: Per-process values an experiment run by several processes (``exp.repeat``) keeps
-#: as lists, ``results.repeat_<name>``.
-_PER_PROCESS = ("num_batches", "num_warmup_batches", "stop_reason", "time_cv")
-#: Values that describe the measurement rather than measure it: the same in every
-#: process, taken from the first.
-_FROM_FIRST = ("results.start_time", "results.throughput_unit", "results.flops_per_sample",
-               "results.mfu_peak_tflops", "results.mfu_peak_source")
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _use_summaries(processes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Monitor summaries over processes: maxima of maxima, sums of energies and
-    sample counts, means of the rest (means, power); samples per joule from the sums.
-    Series (lists) and values some process lacks stay in the per-process logs."""
-    out: dict[str, Any] = {}
-    for name in (k for k in processes[0] if k.startswith("results.use.")):
-        values = [p.get(name) for p in processes]
-        if all(isinstance(v, bool) for v in values):
-            out[name] = any(values)
-        elif all(_number(v) for v in values):
-            numbers = [float(v) for v in values]  # type: ignore[arg-type]
-            if name == "results.use.samples":
-                out[name] = round(math.fsum(numbers))
-            elif name.endswith("energy_j"):
-                out[name] = math.fsum(numbers)
-            elif len(set(numbers)) == 1:
-                out[name] = values[0]  # the same everywhere (interval, CPUs): as it is
-            elif name.endswith("_max"):
-                out[name] = max(numbers)
-            else:
-                out[name] = mean(numbers)
-    pairs = [(p.get("results.use.samples_per_joule"), p.get("results.use.energy_j"))
-             for p in processes]
-    if all(_number(s) and _number(e) for s, e in pairs):
-        energy = math.fsum(float(e) for _, e in pairs)  # type: ignore[arg-type]
-        samples = math.fsum(float(s) * float(e) for s, e in pairs)  # type: ignore[arg-type]
-        out["results.use.samples_per_joule"] = samples / energy if energy else None
-    return out
-
-
-def combine_repeats(processes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``results.*`` of one experiment measured by several independent processes.
-
-    ``results.time`` is the mean of the processes' means: each process is one draw of
-    whatever a fresh process gets (memory layout, clocks, placement), so each counts
-    once whatever its batch count, and ``results.ci95`` is the between-process
-    interval ``t(N-1) · sd(means) / √N``. The spread of batch times
-    (``time_std``, ``time_cv``, percentiles, min, max) is over all processes' batches
-    together, kept in ``results.time_data`` in process order;
-    ``results.repeat_time_cv`` lists each process's own (within-process) CV and
-    ``results.repeat_within_cv`` is their mean. Throughput, TFLOP/s and MFU scale
-    with 1 / time and are recomputed from the combined time.
-    """
-    if not processes:
-        raise ValueError("combine_repeats needs at least one process")
-    means = [float(p["results.time"]) for p in processes]
-    pooled: list[float] = [t for p in processes for t in p["results.time_data"]]
-    combined: dict[str, Any] = dict(summarize_times(pooled))
-    average = mean(means)
-    between_sd = sample_std(means)
-    combined["results.time"] = average
-    combined["results.time_data"] = pooled
-    combined["results.repeat_times"] = means
-    combined["results.repeat_time_std"] = between_sd
-    combined["results.repeat_cv"] = between_sd / average if average else None
-    for name in _PER_PROCESS:
-        combined[f"results.repeat_{name}"] = [p.get(f"results.{name}") for p in processes]
-    cvs = [p["results.time_cv"] for p in processes
-           if isinstance(p.get("results.time_cv"), (int, float))]
-    combined["results.repeat_within_cv"] = mean(cvs) if cvs else None
-    n = len(means)
-    if n > 1:
-        half_width = t_quantile_975(n - 1) * between_sd / math.sqrt(n)
-        combined["results.ci95"] = half_width
-        combined["results.ci95_rel"] = half_width / average if average else None
-    combined["results.num_batches"] = sum(int(p.get("results.num_batches") or 0) for p in processes)
-    combined["results.num_warmup_batches"] = sum(
-        int(p.get("results.num_warmup_batches") or 0) for p in processes)
-    reasons = list(dict.fromkeys(str(p.get("results.stop_reason")) for p in processes))
-    combined["results.stop_reason"] = ",".join(reasons)
-    first = processes[0]
-    for name in _FROM_FIRST:
-        if name in first:
-            combined[name] = first[name]
-    for name in ("results.throughput", "results.tflops", "results.mfu"):
-        value = first.get(name)
-        if isinstance(value, (int, float)) and average:
-            combined[name] = value * float(first["results.time"]) / average
-    combined.update(_use_summaries(processes))
-    return combined

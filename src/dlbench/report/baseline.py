@@ -11,8 +11,9 @@ query selecting records and a target for one metric::
                      "target": 123.4, "weight": 1.0}]}
 
 Only ``benchmarks`` and each benchmark's ``name``, ``query`` and ``target`` are
-required. ``higher_is_better`` defaults to false for ``results.time*`` metrics and
-true otherwise; a benchmark may set its own ``metric``, ``higher_is_better`` and
+required. ``higher_is_better`` defaults to the metric's declared direction
+(``dlbench help --results``, column better), and a metric that declares none must
+say it; a benchmark may set its own ``metric``, ``higher_is_better`` and
 ``tolerance``. A csv baseline has a header ``name,target,weight,metric,query`` (the
 query as JSON text; ``weight``, ``metric``, ``higher_is_better`` and
 ``tolerance`` optional) and takes the file-level defaults above.
@@ -40,6 +41,7 @@ from dlbench.report.aggregate import (
     trim_extremes,
     usable_records,
 )
+from dlbench.results.keys import higher_is_better as declared_higher_is_better
 from dlbench.results.query import parse_query
 
 BASELINE_FORMATS = (".json", ".yaml", ".yml", ".csv")
@@ -53,11 +55,6 @@ _BENCH_KEYS = ("name", "query", "target", "weight", "metric", "higher_is_better"
 # purpose, since a baseline is meant to be checked on other machines.
 _CONFIG_KEYS = ("exp.framework", "exp.model", "exp.phase", "exp.dtype", "exp.device_type",
                 "exp.replica_batch", "exp.num_replicas")
-
-
-def default_higher_is_better(metric: str) -> bool:
-    """False for time-like metrics (``results.time``, ``results.time_p90``...)."""
-    return not metric.startswith("results.time")
 
 
 @dataclass(frozen=True)
@@ -89,13 +86,14 @@ class Baseline:
         """The metric ``bench`` is measured by."""
         return bench.metric or self.metric
 
-    def higher_is_better_of(self, bench: Benchmark) -> bool:
-        """Whether a larger value of ``bench``'s metric is better."""
-        if bench.higher_is_better is not None:
-            return bench.higher_is_better
-        if bench.metric is None and self.higher_is_better is not None:
-            return self.higher_is_better
-        return default_higher_is_better(self.metric_of(bench))
+    def higher_is_better_of(self, bench: Benchmark, where: str = "metric") -> bool:
+        """Whether a larger value of ``bench``'s metric is better: the benchmark's own
+        ``higher_is_better``, else the file's (for the file's metric), else the metric's
+        declared direction; ``MetricError`` (naming ``where``) when there is none."""
+        given = bench.higher_is_better
+        if given is None and bench.metric is None:
+            given = self.higher_is_better
+        return declared_higher_is_better(self.metric_of(bench), given, where=where)
 
     def tolerance_of(self, bench: Benchmark) -> float:
         """The tolerance ``bench`` passes with."""
@@ -175,7 +173,7 @@ def _checked(benchmarks: list[Benchmark], data: dict[str, Any], path: str) -> Ba
     metric = data.get("metric", "results.throughput")
     if not isinstance(metric, str) or not metric:
         raise ResultsError(f"{path}: metric must be a string such as results.throughput")
-    return Baseline(
+    baseline = Baseline(
         benchmarks=benchmarks, metric=metric,
         higher_is_better=_bool(data.get("higher_is_better"), path, "higher_is_better"),
         tolerance=_number(data.get("tolerance", 0.05), path, "tolerance", 0.0, 1.0),
@@ -185,6 +183,9 @@ def _checked(benchmarks: list[Benchmark], data: dict[str, Any], path: str) -> Ba
                                 1e-9, 1.0),
         min_runs=_count(data.get("min_runs", MIN_RUNS), path, "min_runs"),
     )
+    for bench in benchmarks:  # which way each metric improves, known before any scoring
+        baseline.higher_is_better_of(bench, where=f"{path}: benchmark {bench.name!r}: metric")
+    return baseline
 
 
 def _count(value: Any, where: str, key: str) -> int:
@@ -326,7 +327,8 @@ def trimmed_mean(values: Sequence[float]) -> float:
 
 
 def make_baseline(
-    records: Sequence[dict[str, Any]], metric: str = "results.throughput"
+    records: Sequence[dict[str, Any]], metric: str = "results.throughput",
+    higher_is_better: bool | None = None,
 ) -> tuple[Baseline, list[str]]:
     """A baseline with one benchmark per configuration of ``records`` and warnings.
 
@@ -334,8 +336,11 @@ def make_baseline(
     replica batch and replica count, plus any other parameter that defines the
     measurement and differs between records (``user.*`` labels do not: their runs
     are repeats). Its query selects exactly those values; its target is the result
-    the scorecard would compute for the records; its weight is 1.
+    the scorecard would compute for the records; its weight is 1. Which way the metric
+    improves is its declared direction unless ``higher_is_better`` says otherwise, and
+    is written into the file.
     """
+    higher = declared_higher_is_better(metric, higher_is_better)
     usable, warnings = usable_records(records, metric)
     others = identity_candidates(
         usable, [*_CONFIG_KEYS, "hw.device_name", "exp.gpus", "exp.num_local_replicas"])
@@ -366,6 +371,6 @@ def make_baseline(
                  if first.get(k) is not None and not isinstance(first[k], (list, dict))}
         benchmarks.append(Benchmark(name=name, query=query, target=target))
     return Baseline(benchmarks=benchmarks, metric=metric,
-                    higher_is_better=default_higher_is_better(metric)), warnings
+                    higher_is_better=higher), warnings
 
 

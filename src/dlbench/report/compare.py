@@ -13,7 +13,9 @@ A change counts only when it is both significant (Welch's t-test on the per-batc
 values, p < 0.05) and larger than the threshold. Per-batch values come from
 ``results.time_data``: the batch times themselves for ``results.time*`` metrics, the
 per-batch throughput ``exp.effective_batch * 1000 / t`` for ``results.throughput``.
-Consecutive batches are autocorrelated (clocks, caches, the allocator), so the
+Which way is better is the metric's declared direction (``dlbench help --results``,
+column ``better``): a falling MFU or a rising latency is "slower". Consecutive
+batches are autocorrelated (clocks, caches, the allocator), so the
 effective sample size is smaller than the number of batches and the p-values are
 optimistic; the threshold is what keeps that from flagging noise.
 
@@ -41,8 +43,9 @@ from typing import Any
 from dlbench.config.registry import REGISTRY
 from dlbench.errors import DlbenchError, ResultsError
 from dlbench.report.aggregate import ENVIRONMENT_KEYS
-from dlbench.report.compare_paired import paired_ratio, paired_values
+from dlbench.report.compare_paired import is_batch_time_statistic, paired_ratio, paired_values
 from dlbench.report.operators import OperatorChange, compare_operators, operator_bases
+from dlbench.results.keys import higher_is_better as declared_higher_is_better
 from dlbench.results.values import is_number as _is_number
 
 #: Significance level of the test behind a verdict.
@@ -126,11 +129,6 @@ def parse_threshold(text: str) -> float:
     return value
 
 
-def higher_is_better(metric: str) -> bool:
-    """True for throughputs; times, latencies, memory and anything else: lower is better."""
-    return "throughput" in metric
-
-
 def _key(value: Any) -> str:
     if _is_number(value) and float(value).is_integer():
         return json.dumps(float(value))  # 1 and 1.0 are one value (CSV round trips)
@@ -156,7 +154,7 @@ def _batch_values(record: Mapping[str, Any], metric: str) -> list[float] | None:
     times = record.get("results.time_data")
     if not isinstance(times, list) or not times or not all(_is_number(t) for t in times):
         return None
-    if metric.startswith("results.time"):
+    if is_batch_time_statistic(metric):
         return [float(t) for t in times]
     batch = record.get("exp.effective_batch")
     if metric == "results.throughput" and _is_number(batch) and all(t > 0 for t in times):
@@ -254,14 +252,18 @@ def compare_records(
     *,
     metric: str = "results.throughput",
     threshold: float = 0.05,
+    higher_is_better: bool | None = None,
 ) -> Comparison:
     """Compare the configurations of ``b`` with the same configurations in ``a``.
 
+    Which way ``metric`` improves is its key's declared direction unless
+    ``higher_is_better`` says otherwise; a key without one raises ``MetricError``.
     Only records with ``exp.status`` ok and a numeric ``metric`` count (the others are
     listed in ``warnings``). Raises ``ResultsError`` when a side has no such record or
     no configuration is present on both sides. See the module docstring for how
     configurations are matched and verdicts reached.
     """
+    higher = declared_higher_is_better(metric, higher_is_better)
     warnings: list[str] = []
     a_ok, b_ok = _usable(a, "A", metric, warnings), _usable(b, "B", metric, warnings)
     differing = {
@@ -300,7 +302,7 @@ def compare_records(
             paired += 1
         rows.append(ConfigComparison(
             config=label(side_a[0]), a=mean_a, b=mean_b, ratio=ratio, p_value=p,
-            verdict=verdict(ratio, p, threshold, higher_is_better(metric)),
+            verdict=verdict(ratio, p, threshold, higher),
             n_a=len(side_a), n_b=len(side_b), operators=compare_operators(side_a, side_b)))
     if not rows:
         raise ResultsError(_nothing_in_common(a_ok, b_ok, key_names, list(differing)))
@@ -317,7 +319,7 @@ def compare_records(
             warnings.append(f"operator times are {'/'.join(bases_a)} time in A and "
                             f"{'/'.join(bases_b)} time in B: their changes mix the two")
     return Comparison(
-        metric=metric, higher_is_better=higher_is_better(metric), threshold=threshold,
+        metric=metric, higher_is_better=higher, threshold=threshold,
         columns=columns, rows=rows, differing=differing,
         only_a=[label(g[0]) for k, g in groups_a.items() if k not in groups_b],
         only_b=[label(g[0]) for k, g in groups_b.items() if k not in groups_a],

@@ -15,16 +15,28 @@ never on batches.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dlbench.results.values import is_number
 
-__all__ = ["INTERLEAVED", "paired_ratio", "paired_values", "process_medians"]
+__all__ = ["INTERLEAVED", "is_batch_time_statistic", "paired_ratio", "paired_values",
+           "process_medians"]
 
 #: ``results.repeat_order`` of a record whose processes were interleaved.
 INTERLEAVED = "interleaved"
+
+#: The results that are a statistic of one distribution of batch times (the mean, a
+#: percentile, the extremes), so that the batch times themselves are their samples; not
+#: their spread (``results.time_std``, ``results.time_cv``) nor ``results.time_to_target``.
+_BATCH_TIME_STATISTIC = re.compile(r"results\.time(?:_p[0-9]+|_min|_max)?")
+
+
+def is_batch_time_statistic(metric: str) -> bool:
+    """Whether the batch times (``results.time_data``) are the samples of ``metric``."""
+    return _BATCH_TIME_STATISTIC.fullmatch(metric) is not None
 
 
 def process_medians(record: Mapping[str, Any]) -> list[float] | None:
@@ -50,7 +62,7 @@ def paired_values(
     one interleaved record each with as many processes; else None."""
     if len(a) != 1 or len(b) != 1:
         return None
-    if not metric.startswith("results.time") and metric != "results.throughput":
+    if not is_batch_time_statistic(metric) and metric != "results.throughput":
         return None
     sides = []
     for record in (a[0], b[0]):

@@ -42,6 +42,7 @@ from dlbench.report.changepoint import (
     detect_change_points,
 )
 from dlbench.results.history_records import CORE_PARAMS, HistoryRow
+from dlbench.results.keys import higher_is_better as declared_higher_is_better
 from dlbench.results.values import is_number
 
 #: Records on each side of a change whose environments are compared.
@@ -59,9 +60,6 @@ DEFAULT_THRESHOLD = 0.02
 #: Newest values of each series analysed (``--last``); 0 is all of them.
 DEFAULT_LAST = 250
 
-#: Metrics for which more is better; anything else is better lower.
-_HIGHER_BETTER_WORDS = ("throughput", "tflops", "mfu", "per_joule", "accuracy")
-
 #: The first words of a configuration's label, without their names.
 _LABEL_HEAD = ("exp.framework", "exp.model", "exp.phase")
 
@@ -71,11 +69,6 @@ _LABEL_QUIET: dict[str, tuple[Any, ...]] = {
     "exp.gpus": ("",), "exp.num_replicas": (1,), "exp.num_nodes": (1,),
     "exp.device_type": ("cpu", "gpu"),
 }
-
-
-def higher_is_better(metric: str) -> bool:
-    """True for throughputs, TFLOP/s, MFU, samples per joule and accuracy."""
-    return any(word in metric for word in _HIGHER_BETTER_WORDS)
 
 
 def config_label(config: Mapping[str, Any]) -> str:
@@ -236,6 +229,7 @@ def analyse_history(
     rows: Sequence[HistoryRow],
     *,
     metric: str = "results.throughput",
+    higher_is_better: bool | None = None,
     window: int = DEFAULT_WINDOW,
     threshold: float = DEFAULT_THRESHOLD,
     p_threshold: float = DEFAULT_P_THRESHOLD,
@@ -245,8 +239,10 @@ def analyse_history(
     seed: int = 0,
 ) -> HistoryAnalysis:
     """Every configuration's series of ``metric`` with its change points (see the
-    module's description for ``window`` and ``threshold``)."""
-    higher = higher_is_better(metric)
+    module's description for ``window`` and ``threshold``). A change is a regression
+    when it goes the bad way of ``metric``'s declared direction, or of
+    ``higher_is_better`` where given; a key that declares none raises ``MetricError``."""
+    higher = declared_higher_is_better(metric, higher_is_better)
     all_series = build_series(rows, metric, last)
     for series in all_series:
         values = [p.value for p in series.points]

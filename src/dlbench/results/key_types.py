@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["AGGREGATES", "ResultKey"]
+__all__ = ["AGGREGATES", "BETTER", "ResultKey"]
 
 
 class ResultKey(NamedTuple):
@@ -22,7 +22,14 @@ class ResultKey(NamedTuple):
     process), ``concat`` (lists joined, texts comma-joined, in process order),
     ``pooled`` (computed again from the joined ``results.time_data``),
     ``recomputed`` (computed again from the combined figures) or ``none`` (not
-    combined: each process's own log keeps it).
+    combined: each process's own log keeps it); ``repeats``, where not empty, is the
+    rule for ``exp.repeat`` processes when it differs from that of copies (which ran
+    at the same time): copies' throughputs add up to the node's, repeats' measure one
+    throughput again (:mod:`dlbench.measure.combine` applies both). ``better`` says
+    which way the value improves: ``higher`` (a throughput, an MFU, an accuracy),
+    ``lower`` (a time, a latency, memory, energy) or empty where neither is better (a
+    count, a setting, a list); compare, history, baselines, scorecards and every gate
+    read it from here (:func:`dlbench.results.keys.higher_is_better`).
     """
 
     name: str
@@ -31,8 +38,14 @@ class ResultKey(NamedTuple):
     description: str
     fmt: str = ""
     aggregate: str = "none"
+    better: str = ""
+    repeats: str = ""
 
 
 #: The ways a key's values may combine (:attr:`ResultKey.aggregate`).
 AGGREGATES = ("mean", "sum", "max", "min", "all", "any", "first", "concat", "pooled",
               "recomputed", "none")
+
+
+#: Which way a key's value improves (:attr:`ResultKey.better`); empty: neither.
+BETTER = ("higher", "lower", "")

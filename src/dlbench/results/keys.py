@@ -24,13 +24,15 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from dlbench.errors import MetricError
 from dlbench.results.key_table import PLACEHOLDERS, RESULT_KEYS, ResultKey
 from dlbench.results.values import is_number
 
 __all__ = [
     "KEY_PREFIXES", "PLACEHOLDERS", "RESULT_KEYS", "STRICT_ENV", "ResultKey",
-    "UndeclaredKeyError", "check_key", "conforms", "describe_keys", "format_value",
-    "is_declared", "lookup", "render_markdown", "type_is_known",
+    "UndeclaredKeyError", "better", "check_key", "conforms", "describe_keys",
+    "format_value", "higher_is_better", "is_declared", "lookup", "render_markdown",
+    "type_is_known",
 ]
 
 #: The key prefixes that must be declared; ``exp.*`` and framework parameters are
@@ -81,6 +83,37 @@ def lookup(name: str) -> ResultKey | None:
         if pattern.fullmatch(name):
             return key
     return None
+
+
+def better(name: str) -> str:
+    """Which way ``name`` improves, as its key declares it: ``higher``, ``lower``, or
+    empty for a key that declares neither (or is not declared)."""
+    key = lookup(name)
+    return key.better if key is not None else ""
+
+
+def higher_is_better(name: str, given: bool | None = None, *, where: str = "--metric") -> bool:
+    """Whether a larger value of ``name`` is an improvement: ``given`` where the user
+    said so (a baseline's ``higher_is_better``, ``--better``), else the key's declared
+    direction (:attr:`ResultKey.better`). A key that declares none, and an undeclared
+    one, raise :class:`~dlbench.errors.MetricError` naming ``where`` it came from:
+    there is no safe guess for which way a count or a setting should move.
+
+    Example::
+
+        >>> higher_is_better("results.mfu"), higher_is_better("results.latency_p99")
+        (True, False)
+    """
+    if given is not None:
+        return given
+    direction = better(name)
+    if direction:
+        return direction == "higher"
+    what = "is not a declared result key" if lookup(name) is None else "declares no direction"
+    raise MetricError(
+        f"{where} {name}: {what}, so neither higher nor lower is known to be better; "
+        "choose a key that declares one (dlbench help --results) or say which way is "
+        "better (--better higher|lower, or higher_is_better in a baseline file)")
 
 
 def is_declared(name: str) -> bool:
@@ -157,22 +190,22 @@ def format_value(name: str, value: Any) -> str:
 
 
 def _row(key: ResultKey) -> list[str]:
-    return [key.name, key.type, key.unit, key.description]
+    return [key.name, key.type, key.unit, key.better, key.description]
 
 
 def describe_keys(pattern: str | None = None) -> list[str]:
-    """The table as text lines (name, type, unit, meaning), keys matching the
+    """The table as text lines (name, type, unit, better, meaning), keys matching the
     regular expression ``pattern`` (searched, not anchored) only, then what each
     placeholder used stands for. An invalid ``pattern`` raises ``re.error``."""
     regex = re.compile(pattern) if pattern else None
     keys = [k for k in RESULT_KEYS if regex is None or regex.search(k.name)]
     if not keys:
         return []
-    rows = [["name", "type", "unit", "meaning"], *(_row(k) for k in keys)]
-    widths = [max(len(r[c]) for r in rows) for c in range(3)]
-    lines = ["  ".join([*(r[c].ljust(widths[c]) for c in range(3)), r[3]]).rstrip()
+    rows = [["name", "type", "unit", "better", "meaning"], *(_row(k) for k in keys)]
+    widths = [max(len(r[c]) for r in rows) for c in range(4)]
+    lines = ["  ".join([*(r[c].ljust(widths[c]) for c in range(4)), r[4]]).rstrip()
              for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in [*widths, len(rows[0][3])]))
+    lines.insert(1, "  ".join("-" * w for w in [*widths, len(rows[0][4])]))
     used = _placeholders_of(keys)
     if used:
         lines.append("")
@@ -191,14 +224,17 @@ def _markdown_text(text: str) -> str:
 
 def render_markdown(prefixes: Sequence[str] = KEY_PREFIXES) -> str:
     """The keys whose names start with one of ``prefixes`` as a Markdown table (name,
-    type, unit, meaning, aggregation), followed by what each placeholder stands for:
+    type, unit, which way is better, meaning, aggregation), followed by what each
+    placeholder stands for:
     the tables of ``docs/results.md`` are this text."""
     keys = [k for k in RESULT_KEYS if k.name.startswith(tuple(prefixes))]
-    lines = ["| key | type | unit | meaning | combined by |", "| --- | --- | --- | --- | --- |"]
+    lines = ["| key | type | unit | better | meaning | combined by |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for key in keys:
         meaning = _markdown_text(key.description)
-        lines.append(f"| `{key.name}` | {key.type} | {key.unit} | {meaning} "
-                     f"| {key.aggregate} |")
+        combined = key.aggregate + (f" (exp.repeat: {key.repeats})" if key.repeats else "")
+        lines.append(f"| `{key.name}` | {key.type} | {key.unit} | {key.better} | {meaning} "
+                     f"| {combined} |")
     used = _placeholders_of(keys)
     if used:
         lines.append("")
