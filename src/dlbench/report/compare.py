@@ -4,7 +4,8 @@ This module matches configurations and reaches the verdicts; the tables and the
 JSON document are made by :mod:`dlbench.report.compare_format`.
 
 Configurations are matched on the parameters that define a measurement (registry
-``identity``, not derived, nothing from ``user.*``), except those that hold one value
+``identity``, not derived, nothing from ``user.*``:
+:func:`dlbench.config.identity.identity_parameters`), except those that hold one value
 throughout A and another throughout B: such a parameter (``pytorch.num_threads`` 1
 against 2, a new ``fake.step_ms``) is what is being compared, so it is reported and
 left out of the match. Repeats of a configuration on one side are pooled.
