@@ -348,16 +348,6 @@ def unregister_model(model_id: str) -> None:
     REGISTRY.reset(_all_params())
 
 
-def _is_label(name: str) -> bool:
-    """A user's own value, the number of replicas (what scaling studies vary), or a
-    parameter that defines the measurement and is not derived from others
-    (``exp.effective_batch`` moves with ``exp.replica_batch``)."""
-    if is_user_param(name) or name == "exp.num_replicas":  # the scaling axis
-        return True
-    param = REGISTRY.get(name)
-    return param is not None and param.identity and not param.derived
-
-
 def varying_parameters(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
     """The parameters that tell a sweep's experiments apart: those that define the
     measurement or are the user's own, are not derived, and take more than one value
@@ -369,9 +359,15 @@ def varying_parameters(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
     ...                     {"exp.framework": "fake", "fake.step_ms": 5}])
     ['exp.framework']
     """
-    names: dict[str, None] = {}
+    # Imported here: the rule reads this module's REGISTRY.
+    from dlbench.config.identity import identity_parameters
+
+    present: dict[str, None] = {}
     for experiment in experiments:
-        names.update((name, None) for name in experiment if _is_label(name))
+        present.update(dict.fromkeys(experiment))
+    # The number of replicas is derived, yet it is what scaling studies vary.
+    labels = {*identity_parameters(present, user=True, carried=True), "exp.num_replicas"}
+    names = [name for name in present if name in labels]
     return [
         name for name in names
         if len({json.dumps(e[name], sort_keys=True) for e in experiments if name in e}) > 1

@@ -25,21 +25,19 @@ soon as they are resolved, so a reference always sees a typed value.
   step is refused with one line, not a MemoryError.
 - ``exp.id`` is never given: it is the first 16 hex digits of the sha256 of the
   canonical JSON of the resolved identity parameters of the experiment's framework,
-  and of the ``user.*`` values as written.
+  and of the ``user.*`` values as written (:mod:`dlbench.config.identity`).
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
 import math
 import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dlbench.config.catalog import FRAMEWORKS
+from dlbench.config.identity import belongs_to, configuration_hash, identity_parameters
 from dlbench.config.refs import (
     Part,
     Ref,
@@ -113,19 +111,6 @@ def cast_value(value: Any, type_name: str) -> Any:
     elif (type_name, type(value)) in (("list", list), ("dict", dict)):
         return value
     raise ValueError(f"is not {_TYPE_NAMES.get(type_name, type_name)}")
-
-
-def compute_exp_id(identity_values: Mapping[str, Any]) -> str:
-    """First 16 hex digits of sha256 over the canonical JSON of ``identity_values``."""
-    canonical = json.dumps(dict(identity_values), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-
-def belongs_to(name: str, framework: str) -> bool:
-    """Whether parameter ``name`` concerns an experiment of ``framework``: every
-    parameter does except those in another framework's namespace."""
-    namespace = name.split(".", 1)[0]
-    return namespace not in FRAMEWORKS or namespace == framework
 
 
 def own_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -204,17 +189,14 @@ class Resolver:
 
     def _compute_id(self) -> str:
         framework = self.get("exp.framework")
-        names = [
-            p.name for p in REGISTRY
-            if p.identity and p.name in self._raw and belongs_to(p.name, framework)
-        ]
-        identity = {name: self.get(name) for name in names}
+        names = identity_parameters(
+            self._raw, framework=framework, derived=True, user=True, carried=True)
         # A user's own values count too (`-V 'user.run=[1,2,3]'` asks for three
         # experiments), as written: resolving them could need exp.id itself, and what
         # they refer to is either in the identity already or does not belong there.
-        identity.update(
-            {name: item.value for name, item in self._raw.items() if is_user_param(name)})
-        return compute_exp_id(identity)
+        identity = {name: self._raw[name].value if is_user_param(name) else self.get(name)
+                    for name in names}
+        return configuration_hash(identity)
 
     def _resolve_param(self, name: str) -> Any:
         item = self._raw[name]

@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dlbench.config.registry import REGISTRY, is_user_param
+from dlbench.config.identity import identity_parameters
 from dlbench.results.progress import FAILURE_KIND_KEY
 
 #: Parameters that define the measurement but not the memory it needs.
@@ -40,14 +40,12 @@ _NOT_MEMORY = frozenset({
 
 
 def memory_key(experiment: Mapping[str, Any]) -> str:
-    """The configuration whose larger batches an out-of-memory failure rules out."""
-    def counts(name: str) -> bool:
-        if name in _NOT_MEMORY:
-            return False
-        param = REGISTRY.get(name)
-        return param.identity if param is not None else is_user_param(name)
-
-    key = {name: value for name, value in experiment.items() if counts(name)}
+    """The configuration whose larger batches an out-of-memory failure rules out: the
+    experiment's identity (what ``exp.id`` hashes, :mod:`dlbench.config.identity`)
+    less the batch size and the timing loop's counts."""
+    names = identity_parameters(experiment, derived=True, user=True, carried=True,
+                                exclude=_NOT_MEMORY)
+    key = {name: experiment[name] for name in names}
     return json.dumps(key, sort_keys=True, default=str)
 
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 import math
 import operator
-from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from dlbench.config.registry import REGISTRY
+from dlbench.config.identity import identity_parameters as configuration_parameters
 from dlbench.errors import ResultsError
 from dlbench.report.cells import Table
 
@@ -128,8 +128,7 @@ def table_report_keys(target: str) -> list[str]:
         *SERIES_USED, *SEPARATE_BY, *ENVIRONMENT_KEYS, *_ENVIRONMENT_WITHIN.values(),
     ]
     # identity_candidates: which measurement-defining parameters a record has.
-    identity = [p.name for p in REGISTRY if p.identity and not p.derived]
-    return list(dict.fromkeys([*fixed, *identity]))
+    return list(dict.fromkeys([*fixed, *configuration_parameters()]))
 
 
 def summarize(values: Sequence[float]) -> Measured:
@@ -291,14 +290,11 @@ def identity_candidates(records: Iterable[Record], exclude: Iterable[str]) -> li
     return identity_parameters(present, exclude)
 
 
-def identity_parameters(present: Container[str], exclude: Iterable[str]) -> list[str]:
+def identity_parameters(present: Iterable[str], exclude: Iterable[str]) -> list[str]:
     """Registry parameters that define the measurement, are not derived, are not
-    ``user.*`` and are not in ``exclude``, among the keys ``present``; registry order."""
-    excluded = set(exclude)
-    return [
-        p.name for p in REGISTRY
-        if p.identity and not p.derived and p.name in present and p.name not in excluded
-    ]
+    ``user.*`` and are not in ``exclude``, among the keys ``present``; registry order
+    (:func:`dlbench.config.identity.identity_parameters`)."""
+    return configuration_parameters(present, exclude=set(exclude))
 
 
 def row_keys(

@@ -4,7 +4,8 @@ This module matches configurations and reaches the verdicts; the tables and the
 JSON document are made by :mod:`dlbench.report.compare_format`.
 
 Configurations are matched on the parameters that define a measurement (registry
-``identity``, not derived, nothing from ``user.*``), except those that hold one value
+``identity``, not derived, nothing from ``user.*``:
+:func:`dlbench.config.identity.identity_parameters`), except those that hold one value
 throughout A and another throughout B: such a parameter (``pytorch.num_threads`` 1
 against 2, a new ``fake.step_ms``) is what is being compared, so it is reported and
 left out of the match. Repeats of a configuration on one side are pooled.
@@ -40,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlbench.config.registry import REGISTRY
+from dlbench.config.identity import identity_parameters
 from dlbench.errors import DlbenchError, ResultsError
 from dlbench.report.aggregate import ENVIRONMENT_KEYS
 from dlbench.report.compare_paired import is_batch_time_statistic, paired_ratio, paired_values
@@ -51,7 +52,6 @@ from dlbench.results.values import is_number as _is_number
 #: Significance level of the test behind a verdict.
 ALPHA = 0.05
 VERDICTS = ("faster", "slower", "unchanged")
-_KEY_PARAMS = [p.name for p in REGISTRY if p.identity and not p.derived]
 _THRESHOLD_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
 
 
@@ -266,13 +266,16 @@ def compare_records(
     higher = declared_higher_is_better(metric, higher_is_better)
     warnings: list[str] = []
     a_ok, b_ok = _usable(a, "A", metric, warnings), _usable(b, "B", metric, warnings)
+    # Asked now, not at import: a framework registered since brings its parameters.
+    present = {name for record in [*a_ok, *b_ok] for name in record}
     differing = {
         name: (a_ok[0].get(name), b_ok[0].get(name))
-        for name in _KEY_PARAMS
+        for name in identity_parameters(present)
         if _constant(a_ok, name) and _constant(b_ok, name)
         and _key(a_ok[0].get(name)) != _key(b_ok[0].get(name))
     }
-    key_names = [n for n in _KEY_PARAMS if n not in differing]
+    # One configuration: the same identity on both sides, less what is compared.
+    key_names = identity_parameters(present, exclude=differing)
     columns = _label_columns([*a_ok, *b_ok], key_names)
 
     def group(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:

@@ -49,8 +49,12 @@ def time_title(name: str) -> str:
     return f"{what}, ms ({name})"
 
 # Parameters that move with the number of replicas; a scaling row spans them.
-# GPUs "0,1" and "2,3" are therefore one configuration (two replicas on one node).
 LAYOUT = ("exp.gpus", "exp.num_local_replicas", "exp.num_nodes")
+
+#: A scaling report's columns: the replica count, then what tells two layouts of one
+#: count apart. GPUs "0,1" and "0,5" are two measurements (one PCIe switch, or across
+#: the CPU: a multi-GPU study's PIX against PHB), so each GPU set is a column.
+SCALING_AXIS = ("exp.num_replicas", "exp.num_nodes", "exp.gpus")
 
 RowKey = tuple[Hashable, ...]
 ColKey = tuple[Hashable, ...]
@@ -163,15 +167,50 @@ def with_time_note(table: LabeledTable, target: str) -> LabeledTable:
     return table
 
 
+def gpu_set(column: ColKey) -> set[str]:
+    """The GPUs of a scaling column (its ``exp.gpus``, DLBS syntax: ``0:1,2:3`` is GPUs
+    0 to 3); empty on the CPU or where the records did not say."""
+    gpus = column[2] if len(column) > 2 else None
+    return set(gpus.replace(":", ",").split(",")) - {""} if isinstance(gpus, str) else set()
+
+
+def scaling_baseline(
+    grid: Grid, mean: Callable[[RowKey, ColKey], Measured | None], row: RowKey, column: ColKey
+) -> ColKey | None:
+    """The 1-replica column that ``row``'s speedup and efficiency at ``column`` are
+    relative to: of the 1-replica columns with a result in the row, the first on one
+    of ``column``'s own GPUs, else the first; None when the row has none.
+
+    With one 1-replica column (the usual sweep) that is the one; with several (GPU 0
+    and GPU 4 each measured alone), GPUs "4,5" scale from GPU 4, not from GPU 0.
+    """
+    singles = [c for c in grid.sorted_columns() if c[0] == 1 and mean(row, c) is not None]
+    own = [c for c in singles if gpu_set(c) & gpu_set(column)]
+    return (own or singles or [None])[0]
+
+
+def several_gpu_sets(grid: Grid) -> bool:
+    """Whether some replica count and node count of ``grid`` ran on several GPU sets."""
+    layouts = [column[:2] for column in grid.columns]
+    return len(set(layouts)) < len(layouts)
+
+
+#: The note of a scaling table whose columns include several GPU sets of one count.
+GPU_SETS_NOTE = (
+    "one replica count on several GPU sets (exp.gpus) is a column each, never averaged; "
+    "speedup and efficiency are relative to the 1-replica result on one of the column's "
+    "own GPUs where there is one, else to the first 1-replica result")
+
+
 def rate_scaling_tables(
     grid: Grid, mean: Callable[[RowKey, ColKey], Measured | None], group: dict[str, Any],
     target: str,
 ) -> list[Table]:
     """Throughput, speedup and efficiency of a scaling report whose target is a
     throughput: speedup = throughput_N / throughput_1, efficiency = 100 * speedup / N."""
-    baseline = next((c for c in grid.sorted_columns() if c[0] == 1), None)
 
     def speedup(row: RowKey, column: ColKey) -> float | None:
+        baseline = scaling_baseline(grid, mean, row, column)
         base = None if baseline is None else mean(row, baseline)
         now = mean(row, column)
         return None if base is None or now is None or base.mean == 0 else now / base
@@ -189,8 +228,11 @@ def rate_scaling_tables(
             "efficiency 100% by definition")
     speedup_table = grid_table("Speedup = throughput_N / throughput_1", grid, speedup, group)
     efficiency_table = grid_table("Efficiency, % = 100 * speedup / N", grid, efficiency, group)
+    if several_gpu_sets(grid):
+        speedup_table.notes.append(GPU_SETS_NOTE)
+        efficiency_table.notes.append(GPU_SETS_NOTE)
     for row in grid.rows:
-        if baseline is None or mean(row, baseline) is None:
+        if not any(c[0] == 1 and mean(row, c) is not None for c in grid.columns):
             note = f"no 1-replica result for {row_name(grid, row)}: no speedup or efficiency"
             speedup_table.notes.append(note)
             efficiency_table.notes.append(note)

@@ -50,7 +50,9 @@ from dlbench.report.aggregate import (
 )
 from dlbench.report.cells import Report, Table
 from dlbench.report.grid import (
+    GPU_SETS_NOTE,
     LAYOUT,
+    SCALING_AXIS,
     TIME,
     ColKey,
     Grid,
@@ -64,6 +66,8 @@ from dlbench.report.grid import (
     rate_scaling_tables,
     replicas,
     row_name,
+    scaling_baseline,
+    several_gpu_sets,
     throughput_of,
     time_title,
     with_time_note,
@@ -210,16 +214,23 @@ class _Scaling(_TableKind):
         self, base: list[str], candidates: Callable[[list[str]], list[str]]
     ) -> tuple[list[str], list[str], list[str]]:
         """Model x batch rows, replica-count columns."""
-        base, axis = [*base, self.batch], ["exp.num_replicas", "exp.num_nodes"]
+        base, axis = [*base, self.batch], list(SCALING_AXIS)
         return base, axis, candidates([*SEPARATE_BY, *base, *LAYOUT])
 
     def column_label(self, column: ColKey, columns: Sequence[ColKey]) -> str:
-        """The replica count, and the node count where one replica count has several."""
+        """The replica count; the node count where one replica count has several; the
+        GPU set where one replica count on one node count has several."""
         # Two replicas on one node and one on each of two nodes are different
-        # measurements: they get a column each, told apart by their node count.
-        same_count = [c for c in columns if c[0] == column[0]]
-        nodes = f" ({column[1]} node{'s' if column[1] != 1 else ''})"
-        return str(column[0]) + (nodes if len(same_count) > 1 else "")
+        # measurements, and so are GPUs 0,1 and 0,5: they get a column each, told
+        # apart by what differs.
+        nodes = {c[1] for c in columns if c[0] == column[0]}
+        sets = {c[2] for c in columns if c[:2] == column[:2]}
+        parts = []
+        if len(nodes) > 1:
+            parts.append(f"{column[1]} node{'s' if column[1] != 1 else ''}")
+        if len(sets) > 1:
+            parts.append(f"GPUs {column[2] if column[2] not in (None, '') else '-'}")
+        return str(column[0]) + (f" ({', '.join(parts)})" if parts else "")
 
     def value_tables(
         self, grid: Grid, mean: Callable[[RowKey, ColKey], Measured | None],
@@ -237,18 +248,19 @@ class _Scaling(_TableKind):
         """Batch time, throughput, speedup and efficiency."""
         time_table = grid_table(time_title(target), grid, mean, group)
         throughput = throughput_of(grid, mean)
-        baseline = next((c for c in grid.sorted_columns() if c[0] == 1), None)
         if all(c[0] == 1 for c in grid.columns):
             time_table.notes.append(
                 "every record has 1 replica: there is nothing to scale yet, speedup is 1 and "
                 "efficiency 100% by definition")
 
         def speedup(row: RowKey, column: ColKey) -> float | None:
+            baseline = scaling_baseline(grid, mean, row, column)
             base = None if baseline is None else throughput(row, baseline)
             now = throughput(row, column)
             return None if base is None or now is None or base == 0 else now / base
 
         def efficiency(row: RowKey, column: ColKey) -> float | None:
+            baseline = scaling_baseline(grid, mean, row, column)
             t1 = None if baseline is None else mean(row, baseline)
             t_n, count = mean(row, column), column[0]
             if t1 is None or t_n is None or t_n.mean == 0 or not isinstance(count, (int, float)):
@@ -257,8 +269,11 @@ class _Scaling(_TableKind):
 
         speedup_table = grid_table("Speedup = throughput_N / throughput_1", grid, speedup, group)
         efficiency_table = grid_table(self.efficiency_title, grid, efficiency, group)
+        if several_gpu_sets(grid):
+            speedup_table.notes.append(GPU_SETS_NOTE)
+            efficiency_table.notes.append(GPU_SETS_NOTE)
         for row in grid.rows:
-            if baseline is None or mean(row, baseline) is None:
+            if not any(c[0] == 1 and mean(row, c) is not None for c in grid.columns):
                 note = f"no 1-replica result for {row_name(grid, row)}: no speedup or efficiency"
                 speedup_table.notes.append(note)
                 efficiency_table.notes.append(note)

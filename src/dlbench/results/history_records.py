@@ -5,7 +5,7 @@ A history holds years of runs, so a record enters it lean (:func:`history_row`):
 - **configuration**: the parameters that make two records measurements of the same
   thing, so that their results form one time series. They are the registry's
   ``identity`` parameters (those behind ``exp.id``) that are not derived, and the
-  ``user.*`` values, except that
+  ``user.*`` values (:func:`dlbench.config.identity.identity_parameters`), except that
 
   - the core axes (:data:`CORE_PARAMS`: framework, model, phase, batch, GPUs,
     replicas, nodes, dtype, device type) are always kept, and any other parameter is
@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from dlbench.config.catalog import FRAMEWORKS
 from dlbench.config.dlbs_names import ALIASES
+from dlbench.config.identity import configuration_hash, identity_parameters
 from dlbench.config.registry import REGISTRY
 from dlbench.errors import ResultsError
 
@@ -127,25 +127,14 @@ def parse_time(value: Any) -> datetime | None:
 
 def config_key(config: Mapping[str, Any]) -> str:
     """First 16 hex digits of sha256 over the configuration's canonical JSON."""
-    canonical = json.dumps(dict(config), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return configuration_hash(config)
 
 
-def _belongs(name: str, framework: Any) -> bool:
-    """Whether ``name`` concerns a record of ``framework`` (not another framework's)."""
-    namespace = name.split(".", 1)[0]
-    return namespace not in FRAMEWORKS or namespace == framework
-
-
-def _is_configuration(name: str, value: Any, framework: Any) -> bool:
-    if name in CORE_PARAMS:
-        return True
-    if name.startswith("user.") and len(name) > len("user."):
-        return True
+def _not_default(name: str, value: Any) -> bool:
+    """Whether ``value`` differs from the declared default of ``name`` (a ``user.*``
+    label has none, so it always counts)."""
     param = REGISTRY.get(name)
-    if param is None or not param.identity or param.derived or not _belongs(name, framework):
-        return False
-    return bool(value != param.default)
+    return param is None or bool(value != param.default)
 
 
 def _canonical(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -169,12 +158,17 @@ def configuration(
 ) -> dict[str, Any]:
     """The parameters (and split keys) that name ``record``'s configuration, sorted."""
     values = _canonical(record)
-    framework = values.get("exp.framework")
+    # The parameters a user sets and the user.* labels (config.identity); a parameter
+    # outside the core axes counts only away from its default.
+    # A record without exp.framework keeps no framework's parameters ("" is none).
+    identity = set(identity_parameters(values, framework=values.get("exp.framework", ""),
+                                       user=True))
     chosen = {
         name: value
         for name, value in values.items()
         if name not in ignore and name not in RUN_SPECIFIC and name != "exp.id"
-        and (name in extra or name in SPLIT_KEYS or _is_configuration(name, value, framework))
+        and (name in extra or name in SPLIT_KEYS or name in CORE_PARAMS
+             or (name in identity and _not_default(name, value)))
         and _small(value)
     }
     return dict(sorted(chosen.items()))
