@@ -186,7 +186,8 @@ def scaling_baseline(
     """
     singles = [c for c in grid.sorted_columns() if c[0] == 1 and mean(row, c) is not None]
     own = [c for c in singles if gpu_set(c) & gpu_set(column)]
-    return (own or singles or [None])[0]
+    chosen = own or singles
+    return chosen[0] if chosen else None
 
 
 def several_gpu_sets(grid: Grid) -> bool:
