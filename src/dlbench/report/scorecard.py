@@ -235,16 +235,15 @@ def _throughput_table(results: list[BenchmarkResult]) -> LabeledTable:
                      _mean(r.throughputs), _mean([t.min for t in items]),
                      _mean([t.max for t in items]), _mean([t.range for t in items])])
     return LabeledTable(
-        title=f"Throughput per GPU, items/s (Mila's train_item, from {THROUGHPUT} and "
-              f"results.time_data)",
+        title="Throughput per GPU report, items/s (Mila's train_item)",
         columns=["benchmark", "runs", "reports", "avg", "min", "max", "range"],
         rows=rows,
-        notes=["reports: one per GPU, each copy of each run (exp.parallel_jobs); a copy's "
-               "own batches, not the node's sum",
-               "per report, over its timed batches (warm-up dropped), items = what one "
-               "step processes: avg = items / mean batch time, max = items / shortest, "
-               "min = items / longest, range = max - min; the row is the mean over the "
-               "reports"],
+        notes=["reports: one per GPU, each copy of each run (exp.parallel_jobs), from "
+               "the copy's own batches, not the node's sum",
+               "per report, over its timed batches (results.time_data, warm-up "
+               f"dropped), items = what one step processes ({THROUGHPUT} x results.time "
+               "/ 1000): avg = items / mean batch time, max = items / shortest, min = "
+               "items / longest, range = max - min; the row is the mean over the reports"],
     )
 
 
