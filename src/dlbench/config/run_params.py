@@ -67,7 +67,8 @@ PARTITION_PARAMS = [
           "sharing it: copy k gets the k-th GPU of exp.gpus (none on the CPU), its own "
           "contiguous set of this node's cores and its share of memory. results.throughput "
           "is then the node's: the sum of the copies' throughputs (results.copy_throughput "
-          "lists each). `gpus`: one copy per GPU in exp.gpus.", special=("gpus",)),
+          "lists each; a scorecard compares each copy's with its one-GPU targets). `gpus`: "
+          "one copy per GPU in exp.gpus.", special=("gpus",)),
     Param("exp.parallel_memory_mb", "int", 0,
           "With exp.parallel_jobs > 1, the memory each copy may use, MiB; 0: this node's "
           "memory divided by the number of copies."),
