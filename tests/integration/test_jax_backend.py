@@ -51,6 +51,11 @@ def test_toy_runs_and_reports_like_pytorch(tmp_path: Path, phase: str, dtype: st
     assert ("results.loss_last" in record) == (phase == "training")
     if phase == "training":
         assert 0 < record["results.loss_last"] < 10
+        # Every step's loss, warm-up first (Mila's batch_loss), the last the last.
+        losses = record["results.loss_data"]
+        assert len(losses) == record["results.num_warmup_batches"] + record[
+            "results.num_batches"]
+        assert losses[-1] == record["results.loss_last"]
     assert record["hw.device_name"] == "cpu"
     assert record["sys.jax_platform"] == "cpu"
     assert record["sys.jax_devices"] == ["cpu:0"]

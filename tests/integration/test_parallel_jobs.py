@@ -3,6 +3,7 @@ own core, at the same time."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -15,6 +16,9 @@ import pytest
 
 from dlbench.config import load_spec, plan_experiments
 from dlbench.launch.runner import Runner, SweepResult
+from dlbench.report.baseline import Baseline, Benchmark
+from dlbench.report.gpu_reports import train_items
+from dlbench.report.scorecard import scorecard_report
 from dlbench.results.parser import parse_log
 
 # Two copies on a core each: pinned to two cores (skipped with fewer).
@@ -74,6 +78,36 @@ def test_two_copies_on_a_core_each_report_their_own_and_the_sum(tmp_path: Path) 
     mechanism = copies[0]["exp.copy_limits"]
     assert mechanism.startswith(("cgroup v2", "CPU affinity and RLIMIT_DATA"))
     assert Path(record["exp.log_file"] + ".copy1").read_text().count(mechanism) == 1
+
+
+def test_the_scorecard_reads_two_copies_as_two_gpu_reports(tmp_path: Path) -> None:
+    experiment = _plan(tmp_path, "fake.step_ms=10", "exp.replica_batch=4",
+                       "exp.num_batches=12", "exp.parallel_memory_mb=256")
+    (outcome,) = _run(experiment).outcomes
+    record = outcome.record
+    assert record["exp.status"] == "ok", record["exp.status_msg"]
+    copies = [parse_log(path)[0] for path in record["results.copy_log_files"]]
+    # By hand, from each copy's own batches (4 samples each): Mila's train_item.
+    expected = []
+    for copy in copies:
+        times = copy["results.time_data"]
+        assert len(times) == 12
+        expected.append((4000 * len(times) / math.fsum(times), 4000 / max(times),
+                         4000 / min(times)))
+    got = [(t.avg, t.min, t.max) for t in train_items(record)]
+    assert got == [pytest.approx(e, rel=1e-9) for e in expected]
+    # A one-GPU target at the copies' mean: the scorecard's diff is 0%, where the
+    # node's sum (results.throughput) would be +100%.
+    target = math.fsum(record["results.copy_throughput"]) / 2
+    assert record["results.throughput"] / target - 1 == pytest.approx(1.0)
+    baseline = Baseline([Benchmark("toy", {"exp.model": "toy$"}, target)], min_runs=1)
+    report = scorecard_report([record], baseline)
+    benchmarks, throughput, _ = report.tables
+    assert benchmarks.rows[0][5] == pytest.approx(0.0, abs=1e-9)  # diff%
+    avg, low, high = (math.fsum(e[k] for e in expected) / 2 for k in range(3))
+    assert throughput.rows == [["toy", 1, 2, pytest.approx(avg, rel=1e-9),
+                                pytest.approx(low, rel=1e-9), pytest.approx(high, rel=1e-9),
+                                pytest.approx(high - low, rel=1e-9)]]
 
 
 def test_a_failing_copy_fails_the_experiment_and_stops_the_other(tmp_path: Path) -> None:

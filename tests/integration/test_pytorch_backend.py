@@ -4,6 +4,7 @@ throughput units, FLOPs with known answers, the loss check, real data."""
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,13 @@ def test_classifier_flops_are_the_known_answer(tmp_path: Path, phase: str, flops
     assert record["results.flops_per_sample"] == flops
     assert record["sys.model_params"] == (64 * 128 + 128) + (128 * 10 + 10)
     assert ("results.loss_last" in record) == (phase == "training")
+    assert ("results.loss_data" in record) == (phase == "training")
+    if phase == "training":  # every step's loss, warm-up first, the last the last
+        losses = record["results.loss_data"]
+        assert len(losses) == record["results.num_warmup_batches"] + record[
+            "results.num_batches"]
+        assert losses[-1] == record["results.loss_last"]
+        assert all(isinstance(x, float) and math.isfinite(x) for x in losses)
 
 
 def test_token_model_counts_tokens(tmp_path: Path) -> None:

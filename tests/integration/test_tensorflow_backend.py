@@ -73,6 +73,9 @@ def test_toy_runs_with_pytorch_flops_and_compile_time_apart(
     assert compile_time > 0
     assert max(record["results.time_data"]) < compile_time * 1000 / 5
     assert ("results.loss_last" in record) == (phase == "training")
+    if phase == "training":  # every step's loss (no warm-up here), the last the last
+        assert len(record["results.loss_data"]) == record["results.num_batches"]
+        assert record["results.loss_data"][-1] == record["results.loss_last"]
 
 
 def test_mixed_float16_scales_the_loss(tmp_path: Path) -> None:

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from dlbench.config import load_spec, plan_experiments
+from dlbench.config.run_params import copy_count
 from dlbench.errors import ConfigError
 from dlbench.launch.copies import (
     Share,
     combine_copies,
     copies_outcome,
-    copy_count,
     copy_env,
     copy_experiment,
     plan_shares,

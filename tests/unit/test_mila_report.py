@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,16 +82,38 @@ def test_run_statistics_trim_the_mean_not_the_sd() -> None:
     assert stats.sd == pytest.approx(math.sqrt(224.8))
 
 
-def _seed_runs(tmp_path: Path) -> tuple[Path, Path]:
+# Each GPU report's timed batches, ms: a mean of 1 s, so that a report of v items/s
+# processes v items a step, and its train_item is avg v, min v / 1.1, max v / 0.9.
+BATCHES = [900.0, 1000.0, 1100.0]
+
+
+def _seed_run(name: str, run: int, per_gpu: list[float]) -> dict[str, Any]:
+    """One run of ``name``, one GPU report per value of ``per_gpu`` (two: two copies on
+    one node, whose results.throughput is the node's sum)."""
+    record = {"exp.framework": "pytorch", "exp.model": name, "exp.phase": "training",
+              "exp.status": "ok", "user.run": run, "exp.id": f"{name}-{run}",
+              "results.throughput": sum(per_gpu), "results.time": 1000.0,
+              "results.time_data": BATCHES * len(per_gpu)}
+    if len(per_gpu) > 1:
+        record.update({"exp.parallel_jobs": len(per_gpu), "results.copies": len(per_gpu),
+                       "results.copy_throughput": per_gpu,
+                       "results.copy_time": [1000.0] * len(per_gpu)})
+    return record
+
+
+def _seed_runs(tmp_path: Path, copies: int = 1) -> tuple[Path, Path]:
     """Four runs per benchmark of the seed, R - x, R, R, R + x with x = sd * sqrt(3/2):
-    their trimmed mean is R and their sample sd is sd (2x² / 3 = sd²)."""
+    their trimmed mean is R and their sample sd is sd (2x² / 3 = sd²).
+
+    With two copies per run, each run's copies are v - d and v + d, d = sd / sqrt(8):
+    of the eight reports the trimmed mean drops R - x - d and R + x + d and is R, and
+    their squared deviations sum to 4x² + 8d² = 6sd² + sd² = 7sd², so the sd is sd."""
     records, benchmarks = [], []
     for name, target, result, sd, _, _ in SEED:
-        x = sd * math.sqrt(1.5)
+        x, d = sd * math.sqrt(1.5), sd / math.sqrt(8)
         for run, value in enumerate((result - x, result, result, result + x)):
-            records.append({"exp.framework": "pytorch", "exp.model": name,
-                            "exp.phase": "training", "exp.status": "ok", "user.run": run,
-                            "exp.id": f"{name}-{run}", "results.throughput": value})
+            records.append(_seed_run(name, run, [value] if copies == 1
+                                     else [value - d, value + d]))
         benchmarks.append({"name": name, "query": {"exp.model": f"{name}$"}, "target": target})
     runs, base = tmp_path / "runs.jsonl", tmp_path / "base.json"
     runs.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -98,9 +121,12 @@ def _seed_runs(tmp_path: Path) -> tuple[Path, Path]:
     return runs, base
 
 
-def test_seed_end_to_end_through_the_cli(tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
-    runs, base = _seed_runs(tmp_path)
+@pytest.mark.parametrize("copies", [1, 2])
+def test_seed_end_to_end_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         copies: int) -> None:
+    # Two copies a run: each GPU report is compared with the target, as Mila's report
+    # does, not the node's sum (which would be twice the table's results).
+    runs, base = _seed_runs(tmp_path, copies)
     code = main(["report", "--type", "scorecard", "--input", str(runs), "--baseline",
                  str(base), "--format", "json"])
     assert code == 0
@@ -119,11 +145,12 @@ def test_seed_end_to_end_through_the_cli(tmp_path: Path,
     assert rows["Deviation Quantile (80%)"][1:] == ["< 5%", "True"]
     assert rows["Performance"][0] == pytest.approx(21.29, abs=5e-3)
     assert rows["Performance"][1:] == [">= 0", "True"]
-    # items/s over atari's four runs: avg R, min R - x, max R + x, range 2x
-    x = 0.055735 * math.sqrt(1.5)
-    assert throughput["rows"][0][:2] == ["atari", 4]
-    assert throughput["rows"][0][2:] == pytest.approx([7.424253, 7.424253 - x,
-                                                       7.424253 + x, 2 * x])
+    # Mila's train_item of each GPU report, from its batches (items v a step, 0.9 s,
+    # 1 s and 1.1 s): avg v, min v / 1.1, max v / 0.9; the reports' v average to R.
+    r = 7.424253
+    assert throughput["rows"][0][:3] == ["atari", 4, 4 * copies]
+    assert throughput["rows"][0][3:] == pytest.approx([r, r / 1.1, r / 0.9,
+                                                       r / 0.9 - r / 1.1])
 
     main(["report", "--type", "scorecard", "--input", str(runs), "--baseline", str(base)])
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]

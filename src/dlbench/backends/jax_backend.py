@@ -281,6 +281,7 @@ class JaxBackend(JaxExtras, Backend):
         if bad.size:
             raise NonFiniteLoss(int(bad[0]))
         results["results.loss_last"] = float(losses[-1]) if losses.size else None
+        results["results.loss_data"] = [float(loss) for loss in losses]
         return results
 
     def throughput_unit(self) -> tuple[str, float]:

@@ -270,7 +270,8 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
         if len(bad):
             raise NonFiniteLoss(int(bad[0].item()))
         extra: dict[str, Any] = {
-            "results.loss_last": float(losses[-1].item()) if num_steps else None}
+            "results.loss_last": float(losses[-1].item()) if num_steps else None,
+            "results.loss_data": losses.tolist()}
         if self.params["exp.phase"] == "train_to_accuracy":
             extra["results.accuracy_data"] = self.accuracy_data()
         return extra

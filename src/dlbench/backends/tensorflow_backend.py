@@ -299,6 +299,7 @@ class TensorFlowBackend(TensorFlowExtras, Backend):
         if len(bad):
             raise NonFiniteLoss(int(bad[0]))
         results["results.loss_last"] = float(losses[-1])
+        results["results.loss_data"] = [float(loss) for loss in losses]
         return results
 
     def throughput_unit(self) -> tuple[str, float]:

@@ -42,6 +42,24 @@ DISTRIBUTED_PARAMS = [
           identity=False),
 ]
 
+#: ``exp.parallel_jobs=gpus``: one copy per GPU of ``exp.gpus``.
+PER_GPU = "gpus"
+
+
+def gpu_list(values: Mapping[str, Any]) -> list[str]:
+    """The GPUs of ``exp.gpus``, in order."""
+    return [g for g in str(values.get("exp.gpus", "")).split(",") if g]
+
+
+def copy_count(values: Mapping[str, Any]) -> int:
+    """How many copies ``exp.parallel_jobs`` asks for (1: the experiment runs alone);
+    the runner starts that many, and a report reads a record's copies from it."""
+    value = values.get("exp.parallel_jobs", 1)
+    if value == PER_GPU:
+        return len(gpu_list(values))
+    return int(value or 1)
+
+
 # N users per node: copies of an experiment run at once, each on its own share.
 PARTITION_PARAMS = [
     Param("exp.parallel_jobs", "int", 1,
@@ -49,7 +67,8 @@ PARTITION_PARAMS = [
           "sharing it: copy k gets the k-th GPU of exp.gpus (none on the CPU), its own "
           "contiguous set of this node's cores and its share of memory. results.throughput "
           "is then the node's: the sum of the copies' throughputs (results.copy_throughput "
-          "lists each). `gpus`: one copy per GPU in exp.gpus.", special=("gpus",)),
+          "lists each; a scorecard compares each copy's with its one-GPU targets). `gpus`: "
+          "one copy per GPU in exp.gpus.", special=("gpus",)),
     Param("exp.parallel_memory_mb", "int", 0,
           "With exp.parallel_jobs > 1, the memory each copy may use, MiB; 0: this node's "
           "memory divided by the number of copies."),

@@ -23,29 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
+from dlbench.config.run_params import copy_count, gpu_list
 from dlbench.launch.cgroups import own_cgroup1_memory_dir, own_cgroup2_dir
 from dlbench.measure.combine import COPIES, combine_results
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
 from dlbench.results.keys import KEY_PREFIXES
 from dlbench.results.values import is_number
 
-#: ``exp.parallel_jobs=gpus``: one copy per GPU of ``exp.gpus``.
-PER_GPU = "gpus"
-
 _MIB = 2**20
-
-
-def copy_count(experiment: Mapping[str, Any]) -> int:
-    """How many copies ``exp.parallel_jobs`` asks for (1: the experiment runs alone)."""
-    value = experiment.get("exp.parallel_jobs", 1)
-    if value == PER_GPU:
-        return len(gpu_list(experiment))
-    return int(value or 1)
-
-
-def gpu_list(experiment: Mapping[str, Any]) -> list[str]:
-    """The GPUs of ``exp.gpus``, in order."""
-    return [g for g in str(experiment.get("exp.gpus", "")).split(",") if g]
 
 
 def usable_cores() -> list[int]:

@@ -39,8 +39,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from dlbench.config.run_params import copy_count
 from dlbench.launch.command import uses_torchrun, worker_argv, worker_env
-from dlbench.launch.copies import copy_count
 from dlbench.launch.local import WorkerProcess, die_with_parent, start_worker
 
 __all__ = ["FORK_SAFE_MODULES", "ForkServer", "ForkServerError", "ForkedWorker", "Forks",

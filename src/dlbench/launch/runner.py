@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config.registry import varying_parameters
+from dlbench.config.run_params import copy_count
 from dlbench.launch.command import worker_argv, worker_env
 from dlbench.launch.copies import (
     copies_outcome,
-    copy_count,
     copy_env,
     copy_experiment,
     plan_shares,

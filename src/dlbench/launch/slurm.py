@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dlbench.config.run_params import copy_count
 from dlbench.errors import ConfigError
-from dlbench.launch.copies import copy_count
 from dlbench.launch.records import combine_processes, write_combined
 from dlbench.launch.runner import Finish, Reporter, Runner
 from dlbench.launch.slurm_node import (

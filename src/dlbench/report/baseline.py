@@ -41,6 +41,7 @@ from dlbench.report.aggregate import (
     trim_extremes,
     usable_records,
 )
+from dlbench.report.gpu_reports import copy_values
 from dlbench.results.keys import higher_is_better as declared_higher_is_better
 from dlbench.results.query import parse_query
 
@@ -336,9 +337,10 @@ def make_baseline(
     replica batch and replica count, plus any other parameter that defines the
     measurement and differs between records (``user.*`` labels do not: their runs
     are repeats). Its query selects exactly those values; its target is the result
-    the scorecard would compute for the records; its weight is 1. Which way the metric
-    improves is its declared direction unless ``higher_is_better`` says otherwise, and
-    is written into the file.
+    the scorecard would compute for the records (one GPU's: each copy of a run of
+    ``exp.parallel_jobs`` copies counts as a report of its own); its weight is 1. Which
+    way the metric improves is its declared direction unless ``higher_is_better`` says
+    otherwise, and is written into the file.
     """
     higher = declared_higher_is_better(metric, higher_is_better)
     usable, warnings = usable_records(records, metric)
@@ -365,7 +367,8 @@ def make_baseline(
         while name in names:
             name, suffix = f"{'-'.join(parts)}-{suffix}", suffix + 1
         names.add(name)
-        target = trimmed_mean([float(r[metric]) for r in members])
+        # The scorecard's result: one value per GPU report (each copy of a run).
+        target = trimmed_mean([v for r in members for v in copy_values(r, metric)])
         # A list or an object in a query means "any of" or operators, not a value.
         query = {k: _exact(first[k]) for k in keys
                  if first.get(k) is not None and not isinstance(first[k], (list, dict))}

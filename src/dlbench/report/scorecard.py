@@ -3,10 +3,12 @@
 The baseline (:mod:`dlbench.report.baseline`) lists benchmarks, each a query and a
 target. Per benchmark, of the runs its query selects (exp.status ok, a number in
 the metric), as Mila's ``mlbench-report`` computes them (:mod:`dlbench.report.verdicts`):
-the result is their mean without the best and the worst run (four runs or more), sd
-the sample sd of all of them, sd% = 100 * sd / result, diff% = 100 * (result / target
-- 1). Each benchmark needs ``min_runs`` runs (4 by default, as Mila's): fewer is an
-error, not a verdict.
+the result is the mean of their values without the best and the worst (four or more),
+sd the sample sd of all of them, sd% = 100 * sd / result, diff% = 100 * (result /
+target - 1). A value is one GPU's, as Mila's reports were: a run of N copies on one
+node (``exp.parallel_jobs``) gives N values, each copy's own
+(:mod:`dlbench.report.gpu_reports`), not the node's sum. Each benchmark needs
+``min_runs`` runs (4 by default, as Mila's): fewer is an error, not a verdict.
 
 The verdict is Mila's: Bench Passes (every benchmark present), Deviation Quantile
 (the 80% quantile of sd% below the stability threshold) and Performance (the mean
@@ -14,8 +16,9 @@ diff% >= 0). Beside them, informational: whether each benchmark is within its
 tolerance (result >= target * (1 - tolerance), or <= target * (1 + tolerance) when
 lower is better), the score, the weighted geometric mean of r = result / target
 (target / result when lower is better) with a missing or failed benchmark counting
-r = missing_penalty, ``score = exp(sum(w * ln r) / sum(w))``, and the runs'
-throughput avg, min, max and range (Mila's ``train_item``).
+r = missing_penalty, ``score = exp(sum(w * ln r) / sum(w))``, and Mila's ``train_item``
+of each GPU report, from its batch times (avg, min, max and range, averaged over the
+reports).
 
 The report (:class:`ScorecardReport`) also says, for a CI gate, whether the verdict
 passed and which benchmarks missed their target (missing, failed, or outside their
@@ -41,12 +44,10 @@ from dlbench.report.aggregate import (
 )
 from dlbench.report.baseline import Baseline, Benchmark, load_baseline
 from dlbench.report.cells import Report
+from dlbench.report.gpu_reports import THROUGHPUT, TrainItem, copy_values, train_items
 from dlbench.report.types import ReportOptions, ReportType
 from dlbench.report.verdicts import QUANTILE, Figures, Verdicts, mila_verdicts, run_statistics
 from dlbench.results.query import filter_records
-
-#: The per-record value the throughput table summarises (Mila's items/s).
-THROUGHPUT = "results.throughput"
 
 
 @dataclass
@@ -60,9 +61,11 @@ class BenchmarkResult:
     higher_is_better: bool = True
     within_tolerance: bool | None = None  # None without a result
     runs: int = 0
+    reports: int = 0  # one per copy of each run (Mila's one report per GPU)
     result: float | None = None
     sd: float | None = None
-    throughputs: tuple[float, ...] = ()  # each run's results.throughput
+    throughputs: tuple[float, ...] = ()  # each report's items/s (train_item avg)
+    train_items: tuple[TrainItem, ...] = ()  # each report's with batch times
     why: str = ""
 
     @property
@@ -147,15 +150,16 @@ def evaluate(
         if len(ok) < baseline.min_runs:
             short.append((bench.name, len(ok)))
             continue
-        stats = run_statistics([float(r[metric]) for r in ok])
+        # One value per GPU report: each copy of a run, as Mila's report averaged them.
+        stats = run_statistics([v for r in ok for v in copy_values(r, metric)])
         result, tolerance = stats.result, baseline.tolerance_of(bench)
         within = (result >= bench.target * (1 - tolerance) if better
                   else result <= bench.target * (1 + tolerance))
         ratio = result / bench.target if better else (bench.target / result if result else 0.0)
-        throughputs = tuple(t for r in ok if (t := as_number(r.get(THROUGHPUT))) is not None)
+        throughputs, items = _throughputs(ok)
         results.append(BenchmarkResult(
             bench, metric, "ok", ratio if ratio > 0 else penalty, better, within,
-            stats.runs, result, stats.sd, throughputs))
+            len(ok), stats.runs, result, stats.sd, throughputs, items))
         spread = [k for k in [*SEPARATE_BY, *identity_candidates(ok, SEPARATE_BY)]
                   if len({json.dumps(r.get(k), sort_keys=True) for r in ok}) > 1]
         if spread:
@@ -164,6 +168,20 @@ def evaluate(
     if short:
         raise _too_few_runs(short, baseline)
     return results, warnings
+
+
+def _throughputs(
+    runs: Sequence[dict[str, Any]]
+) -> tuple[tuple[float, ...], tuple[TrainItem, ...]]:
+    """Each GPU report's items/s (its ``train_item`` avg, or its own throughput where
+    the run keeps no batch times) and the ``train_item`` of those with batch times."""
+    rates: list[float] = []
+    items: list[TrainItem] = []
+    for run in runs:
+        own = train_items(run)
+        items += own
+        rates += [t.avg for t in own] if own else copy_values(run, THROUGHPUT)
+    return tuple(rates), tuple(items)
 
 
 def _pct(value: float) -> str:
@@ -189,9 +207,12 @@ def _benchmark_table(results: list[BenchmarkResult], baseline: Baseline) -> Labe
             for r in results
         ],
         notes=[
-            "result: mean of the runs, without the best and the worst when there are 4 or "
-            "more; sd: sample sd of all the runs; sd% = 100 * sd / result; diff% = 100 * "
-            "(result / target - 1)",
+            "result: mean of the runs' values, without the best and the worst when there "
+            "are 4 or more; sd: sample sd of all of them; sd% = 100 * sd / result; diff% = "
+            "100 * (result / target - 1)",
+            "a value is one GPU's, as Mila's reports: a run of N copies "
+            "(exp.parallel_jobs) gives N, each copy's own (results.copy_*), not the "
+            "node's sum",
             f"tolerance (informational): PASS when result {' or '.join(directions)}, "
             f"tolerance {', '.join(_pct(t) for t in tolerances)}",
             "status: MISSING when no record matches the query, FAILED when none has "
@@ -202,19 +223,27 @@ def _benchmark_table(results: list[BenchmarkResult], baseline: Baseline) -> Labe
     )
 
 
+def _mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
 def _throughput_table(results: list[BenchmarkResult]) -> LabeledTable:
     rows: list[list[Any]] = []
     for r in results:
-        values = r.throughputs
-        low, high = (min(values), max(values)) if values else (None, None)
-        rows.append([r.benchmark.name, len(values) or None,
-                     math.fsum(values) / len(values) if values else None, low, high,
-                     None if low is None or high is None else high - low])
+        items = r.train_items
+        rows.append([r.benchmark.name, r.runs or None, len(r.throughputs) or None,
+                     _mean(r.throughputs), _mean([t.min for t in items]),
+                     _mean([t.max for t in items]), _mean([t.range for t in items])])
     return LabeledTable(
-        title=f"Throughput of the runs, items/s ({THROUGHPUT})",
-        columns=["benchmark", "runs", "avg", "min", "max", "range"],
+        title="Throughput per GPU report, items/s (Mila's train_item)",
+        columns=["benchmark", "runs", "reports", "avg", "min", "max", "range"],
         rows=rows,
-        notes=["avg, min, max over every run of the benchmark; range = max - min"],
+        notes=["reports: one per GPU, each copy of each run (exp.parallel_jobs), from "
+               "the copy's own batches, not the node's sum",
+               "per report, over its timed batches (results.time_data, warm-up "
+               f"dropped), items = what one step processes ({THROUGHPUT} x results.time "
+               "/ 1000): avg = items / mean batch time, max = items / shortest, min = "
+               "items / longest, range = max - min; the row is the mean over the reports"],
     )
 
 

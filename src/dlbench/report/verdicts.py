@@ -1,12 +1,12 @@
 """The three verdicts of Mila's training-benchmark report, from per-benchmark figures.
 
 Mila's ``mlbench-report`` judges a machine on a suite of benchmarks, each run
-several times, against one target per benchmark. Of each benchmark's runs (one
-value per run, items/s):
+several times, against one target per benchmark. Of each benchmark's values (one
+per GPU report: each GPU of each run, items/s; see :mod:`dlbench.report.gpu_reports`):
 
-- result: the mean of the runs without the best and the worst one (four runs or
-  more; with fewer nothing is dropped);
-- sd: the sample standard deviation (n - 1) of *all* the runs, extremes included;
+- result: the mean of the values without the best and the worst one (four or more;
+  with fewer nothing is dropped);
+- sd: the sample standard deviation (n - 1) of *all* the values, extremes included;
 - sd% = sd / result; diff = result / target - 1.
 
 Then three verdicts over the suite:

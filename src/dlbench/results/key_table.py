@@ -114,6 +114,9 @@ _TIMING = [
     ResultKey("results.failure_kind", "str", "",
               "what ended a failed experiment: oom, exception, signal, exit, timeout, "
               "interrupted", "", "none"),
+    ResultKey("results.loss_data", "list[float]", "",
+              "every training step's loss, warm-up steps first, in order (Mila's "
+              "batch_loss; training only)", "", "none"),
 ]
 
 #: Data-parallel runs: one element per replica.
