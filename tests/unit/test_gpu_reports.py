@@ -73,6 +73,12 @@ def test_two_copies_are_two_reports_from_their_own_batches() -> None:
     record = _two_copies()
     assert copies_of(record) == 2
     assert copy_batch_times(record) == [[10.0, 12.0, 14.0], [8.0, 10.0]]
+    # Where the record lists each copy's batch count, the counts split it, whatever
+    # the means say.
+    counted = {**record, "results.copy_num_batches": [1, 4]}
+    assert copy_batch_times(counted) == [[10.0], [12.0, 14.0, 8.0, 10.0]]
+    assert copy_batch_times({**record, "results.copy_num_batches": [2, 2]}) == \
+        [[10.0, 12.0, 14.0], [8.0, 10.0]]  # counts that do not add up: cut by the means
     assert copy_values(record, "results.throughput") == [4000 / 12, 4000 / 9]
     first, second = train_items(record)
     # Copy 1: 4 items a batch; avg 4000 / 12, min 4000 / 14, max 4000 / 10.

@@ -123,6 +123,7 @@ def test_combined_record_sums_throughput_and_averages_time() -> None:
     assert record["results.throughput"] == 600.0
     assert record["results.time"] == 15.0
     assert record["results.copy_time"] == [10.0, 20.0]
+    assert record["results.copy_num_batches"] == [2, 2]
     assert record["results.time_data"] == [9.0, 11.0, 20.0, 20.0]
     assert record["results.time_max"] == 20.0
     assert record["results.tflops"] == 1.5

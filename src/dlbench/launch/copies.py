@@ -176,6 +176,7 @@ def combine_copies(
     record.update(combine_results(copies, COPIES, devices=devices, label="copy"))
     record["results.copies"] = len(copies)
     record["results.copy_time"] = [float(c["results.time"]) for c in copies]
+    record["results.copy_num_batches"] = [len(c["results.time_data"]) for c in copies]
     record["results.copy_throughput"] = [float(c["results.throughput"]) for c in copies]
     tflops = [c.get("results.tflops") for c in copies]
     if all(is_number(t) for t in tflops):

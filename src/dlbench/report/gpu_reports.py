@@ -142,7 +142,8 @@ def _split(data: list[float], means: list[float]) -> list[list[float]] | None:
 
 def copy_batch_times(record: Mapping[str, Any]) -> list[list[float]] | None:
     """Each copy's timed batch times, ms, from ``results.time_data`` (copies' batches
-    in copy order) and each copy's mean (``results.copy_time``); None where the record
+    in copy order) and each copy's batch count (``results.copy_num_batches``; in an
+    older record, each copy's mean, ``results.copy_time``); None where the record
     does not hold them (no batch times; ``exp.repeat`` with copies keeps no copy's
     mean)."""
     data = record.get("results.time_data")
@@ -154,6 +155,12 @@ def copy_batch_times(record: Mapping[str, Any]) -> list[list[float]] | None:
     batches = [float(t) for t in times if t is not None]
     if copies_of(record) <= 1:
         return [batches]
+    counts = record.get("results.copy_num_batches")
+    if isinstance(counts, list) and len(counts) == copies_of(record) and \
+            all(isinstance(c, int) and c > 0 for c in counts) and sum(counts) == len(batches):
+        starts = [sum(counts[:k]) for k in range(len(counts))]
+        return [batches[s:s + c] for s, c in zip(starts, counts, strict=True)]
+    # A record written before copies listed their batch counts: cut by their means.
     means = record.get("results.copy_time")
     if not isinstance(means, list) or len(means) != copies_of(record):
         return None
