@@ -34,7 +34,7 @@ from dlbench.results.progress import FAILURE_KIND_KEY, where_text
 from dlbench.worker.accuracy import train_to_accuracy
 from dlbench.worker.autobatch import find_largest_batch
 from dlbench.worker.extras import measure_memory, profile_window
-from dlbench.worker.flops import flop_results
+from dlbench.worker.flops import flop_results, framework_source
 from dlbench.worker.generate import generate_results
 from dlbench.worker.progress import (
     ProgressWriter,
@@ -122,7 +122,8 @@ def _results(
     results["results.throughput"] = samples_per_second * per_sample
     results["results.throughput_unit"] = unit
     # After the timed batches: the count builds the model on PyTorch's meta device.
-    flop_figures, note = flop_results(params, backend)
+    flop_figures, note = flop_results(params, backend.flops_per_sample(),
+                                      framework_source(backend, params))
     if note:
         print(f"dlbench: {note}", file=sys.stderr, flush=True)
     results.update(flop_figures)

@@ -20,7 +20,7 @@ from dlbench.backends.base import Backend
 from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.models.flops import ARCHITECTURE_SOURCE, architecture_flops
 
-__all__ = ["TRAINING_PHASES", "flop_results"]
+__all__ = ["TRAINING_PHASES", "flop_results", "framework_source"]
 
 #: The phases whose step runs the backward pass as well as the forward.
 TRAINING_PHASES = ("training", "train_to_accuracy")
@@ -32,16 +32,18 @@ def framework_source(backend: Backend, params: Mapping[str, Any]) -> str:
     return f"framework:{backend.flops_counter or params['exp.framework']}"
 
 
-def flop_results(params: Mapping[str, Any], backend: Backend) -> tuple[dict[str, Any], str]:
+def flop_results(
+    params: Mapping[str, Any], own: float | None, own_source: str,
+) -> tuple[dict[str, Any], str]:
     """``results.flops_per_sample``, ``results.flops_per_sample_framework`` and
-    ``results.flops_source`` of the experiment ``params`` that ``backend`` ran, and a
-    note for the log ("" when the architecture was counted or the framework is
-    simulated). Call it outside the timed section: it builds the model on PyTorch's
+    ``results.flops_source`` of the experiment ``params``, given the framework's own
+    count per sample ``own`` (None when it has none) and its source
+    (:func:`framework_source`); and a note for the log, "" unless the architecture's
+    count failed. Call it outside the timed section: it builds the model on PyTorch's
     ``meta`` device (a fraction of a second; importing torch, when not yet imported,
-    about a second). A framework whose step is simulated (``fake``) runs no model:
-    its own figure is the one recorded."""
+    about a second). A framework whose step is simulated (``fake``) runs no model: its
+    own figure is the one recorded."""
     results: dict[str, Any] = {}
-    own = backend.flops_per_sample()
     if own:
         results["results.flops_per_sample_framework"] = own
     framework = FRAMEWORKS.get(str(params["exp.framework"]))
@@ -53,13 +55,12 @@ def flop_results(params: Mapping[str, Any], backend: Backend) -> tuple[dict[str,
                 MODELS[str(params["exp.model"])], params["exp.phase"] in TRAINING_PHASES,
                 int(params.get("exp.image_size", 0)), int(params.get("exp.seq_len", 0)))
         except Exception as error:  # a count that fails must not fail the measurement
-            stand_in = (f"FLOPs per sample from {framework_source(backend, params)}"
-                        if own else "no FLOPs per sample")
+            stand_in = f"FLOPs per sample from {own_source}" if own else "no FLOPs per sample"
             note = f"{stand_in}: the architecture's count failed ({error})"
     if reference is not None:
         results["results.flops_per_sample"] = reference
         results["results.flops_source"] = ARCHITECTURE_SOURCE
     elif own:
         results["results.flops_per_sample"] = own
-        results["results.flops_source"] = framework_source(backend, params)
+        results["results.flops_source"] = own_source
     return results, note
