@@ -1,6 +1,7 @@
 """The JAX backend end to end on the CPU, through the worker's run_experiment: compile
-time kept out of batch times, FLOPs (the architecture's, XLA's beside), throughput units, mixed precision, the
-loss check, data parallelism over two CPU devices, errors, and the CLI."""
+time kept out of batch times, FLOPs (the architecture's, XLA's beside), throughput
+units, mixed precision, the loss check, data parallelism over two CPU devices, errors,
+and the CLI."""
 
 from __future__ import annotations
 
