@@ -20,10 +20,11 @@ from dlbench.backends.base import Backend
 from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.models.flops import ARCHITECTURE_SOURCE, architecture_flops
 
-__all__ = ["TRAINING_PHASES", "flop_results", "framework_source"]
+__all__ = ["flop_results", "framework_source"]
 
-#: The phases whose step runs the backward pass as well as the forward.
-TRAINING_PHASES = ("training", "train_to_accuracy")
+#: The phases whose step runs the backward pass as well as the forward (as the PyTorch
+#: backend reads them).
+_TRAINING_PHASES = ("training", "train_to_accuracy")
 
 
 def framework_source(backend: Backend, params: Mapping[str, Any]) -> str:
@@ -43,24 +44,24 @@ def flop_results(
     ``meta`` device (a fraction of a second; importing torch, when not yet imported,
     about a second). A framework whose step is simulated (``fake``) runs no model: its
     own figure is the one recorded."""
-    results: dict[str, Any] = {}
-    if own:
-        results["results.flops_per_sample_framework"] = own
     framework = FRAMEWORKS.get(str(params["exp.framework"]))
     note = ""
     reference: float | None = None
     if framework is None or not framework.simulated:
         try:
             reference = architecture_flops(
-                MODELS[str(params["exp.model"])], params["exp.phase"] in TRAINING_PHASES,
+                MODELS[str(params["exp.model"])], params["exp.phase"] in _TRAINING_PHASES,
                 int(params.get("exp.image_size", 0)), int(params.get("exp.seq_len", 0)))
         except Exception as error:  # a count that fails must not fail the measurement
             stand_in = f"FLOPs per sample from {own_source}" if own else "no FLOPs per sample"
             note = f"{stand_in}: the architecture's count failed ({error})"
-    if reference is not None:
-        results["results.flops_per_sample"] = reference
-        results["results.flops_source"] = ARCHITECTURE_SOURCE
-    elif own:
-        results["results.flops_per_sample"] = own
-        results["results.flops_source"] = own_source
+    recorded, source = ((reference, ARCHITECTURE_SOURCE) if reference is not None
+                        else (own, own_source))
+    results: dict[str, Any] = {}
+    if recorded:
+        results["results.flops_per_sample"] = recorded
+    if own:
+        results["results.flops_per_sample_framework"] = own
+    if recorded:
+        results["results.flops_source"] = source
     return results, note
