@@ -2,7 +2,8 @@
 
 Each framework's own tests compare its models with the PyTorch definitions; this one
 runs a sweep across the frameworks, as a user comparing them would, and checks that
-what ran was the same model: parameter count, output shape, FLOPs per sample.
+what ran was the same model: parameter count, output shape, FLOPs per sample (the
+architecture's, one number; and each framework's own counter beside it).
 """
 
 from __future__ import annotations
@@ -81,7 +82,11 @@ def test_resnet18_is_the_same_model_in_every_framework(dlbench: CliRunner, tmp_p
     assert {r["sys.model_params"] for r in records.values()} == {11_689_512}
     shapes = {f: _output_shape(f, records[f]) for f in INSTALLED}
     assert set(shapes.values()) == {(BATCH, MODELS["resnet18"].num_classes)}, shapes
-    flops = {f: r["results.flops_per_sample"] for f, r in records.items()}
+    # FLOPs per sample are the architecture's: one number in every framework.
+    assert len({r["results.flops_per_sample"] for r in records.values()}) == 1
+    assert {r["results.flops_source"] for r in records.values()} == {"architecture"}
+    # The frameworks' own counters, the cross-check.
+    flops = {f: r["results.flops_per_sample_framework"] for f, r in records.items()}
     for framework in ("onnxruntime", "tensorflow"):
         if framework in flops:  # counted by PyTorch's rules: the same number
             assert flops[framework] == pytest.approx(flops["pytorch"], rel=1e-6)

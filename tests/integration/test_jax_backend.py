@@ -1,6 +1,7 @@
 """The JAX backend end to end on the CPU, through the worker's run_experiment: compile
-time kept out of batch times, FLOPs from XLA, throughput units, mixed precision, the
-loss check, data parallelism over two CPU devices, errors, and the CLI."""
+time kept out of batch times, FLOPs (the architecture's, XLA's beside), throughput
+units, mixed precision, the loss check, data parallelism over two CPU devices, errors,
+and the CLI."""
 
 from __future__ import annotations
 
@@ -45,9 +46,12 @@ def test_toy_runs_and_reports_like_pytorch(tmp_path: Path, phase: str, dtype: st
     assert record["sys.model_params"] == TOY_PARAMS
     assert record["results.throughput_unit"] == "samples/s"
     _check_compile_time(record)
-    # XLA counts the matrix products as PyTorch does, plus the elementwise work
-    # (biases, ReLU, softmax, the loss, the optimizer's update).
-    assert matmul_flops <= record["results.flops_per_sample"] < 1.25 * matmul_flops
+    # The architecture's count, PyTorch's; XLA's, the cross-check, counts the matrix
+    # products as PyTorch does, plus the elementwise work (biases, ReLU, softmax, the
+    # loss, the optimizer's update).
+    assert record["results.flops_per_sample"] == matmul_flops
+    assert record["results.flops_source"] == "architecture"
+    assert matmul_flops <= record["results.flops_per_sample_framework"] < 1.25 * matmul_flops
     assert ("results.loss_last" in record) == (phase == "training")
     if phase == "training":
         assert 0 < record["results.loss_last"] < 10
@@ -179,9 +183,12 @@ def test_cli_runs_data_parallel_on_two_cpu_devices(dlbench: CliRunner, tmp_path:
     assert ok(two)["sys.jax_devices"] == ["cpu:0", "cpu:1"]
     assert two["exp.effective_batch"] == one["exp.effective_batch"] == 8
     assert two["results.loss_last"] == pytest.approx(one["results.loss_last"], rel=1e-5)
-    # Each device's program, per sample of its half of the batch: the same work, plus
-    # the whole optimizer update on each device.
-    assert 1 <= two["results.flops_per_sample"] / one["results.flops_per_sample"] < 1.5
+    # The architecture's count, whatever the replicas; XLA's counts each device's
+    # program, per sample of its half of the batch: the same work, plus the whole
+    # optimizer update on each device.
+    assert two["results.flops_per_sample"] == one["results.flops_per_sample"]
+    framework = [r["results.flops_per_sample_framework"] for r in (two, one)]
+    assert 1 <= framework[0] / framework[1] < 1.5
 
     refused = dlbench("run", "-P", "exp.framework=jax", "-P", "exp.model=alexnet",
                       "--out", str(out))

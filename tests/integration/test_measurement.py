@@ -130,6 +130,9 @@ def test_mfu_from_a_stored_peak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
               "exp.num_batches=15")
     monkeypatch.setenv("DLBENCH_HOME", str(tmp_path / "home"))
     record = _run(_experiment(tmp_path / "none", *params))
+    # The fake workload runs no model: its own figure stands, and the record says so.
+    assert record["results.flops_per_sample"] == 1e9
+    assert record["results.flops_source"] == "framework:fake.flops_per_sample"
     assert record["results.tflops"] == pytest.approx(1e9 * 4 * 1000 / record["results.time"] / 1e12)
     assert record["results.time_p50"] == pytest.approx(20.0, rel=0.02)  # so ~0.2 TFLOP/s
     assert "results.mfu" not in record  # no peak anywhere: no MFU, no error

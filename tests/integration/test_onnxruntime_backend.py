@@ -18,8 +18,8 @@ from dlbench.backends.onnxruntime_backend import (
     export_cache_dir,
     export_onnx,
 )
-from dlbench.backends.pytorch_flops import flop_formulas
 from dlbench.config.catalog import FRAMEWORKS, MODELS
+from dlbench.models.pytorch.flops import flop_formulas
 from dlbench.models.pytorch.workloads import make_workload
 from tests.conftest import CliRunner
 from tests.integration.worker import TOY_FORWARD, plan_one, run_in_process

@@ -14,7 +14,7 @@ from PIL import Image
 from torch.utils.flop_counter import FlopCounterMode
 
 from dlbench.backends import pytorch as pytorch_backend
-from dlbench.backends.pytorch_flops import flop_formulas
+from dlbench.models.pytorch.flops import flop_formulas
 from tests.integration.worker import (
     TOY_FORWARD,
     TOY_TRAINING,

@@ -21,10 +21,10 @@ import torch  # noqa: E402 - after the skip: without TensorFlow nothing here run
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from dlbench.backends import tensorflow_backend  # noqa: E402
-from dlbench.backends.pytorch_flops import flop_formulas  # noqa: E402
 from dlbench.config.catalog import MODELS  # noqa: E402
 from dlbench.errors import ConfigError  # noqa: E402
 from dlbench.models import build_pytorch_model  # noqa: E402
+from dlbench.models.pytorch.flops import flop_formulas  # noqa: E402
 from dlbench.worker.experiment import backend_params  # noqa: E402
 from tests.conftest import REPO, CliRunner  # noqa: E402
 from tests.integration.worker import (  # noqa: E402

@@ -151,7 +151,10 @@ def test_a_one_module_framework_is_planned_run_and_removed(
         record, warnings = parse_log(log)
         assert warnings == [] and record["exp.status"] == "ok", record.get("exp.status_msg")
         assert record["results.throughput"] > 0
-        assert record["results.flops_per_sample"] == TOY_FORWARD  # NumPy's MLP ran
+        assert record["results.flops_per_sample_framework"] == TOY_FORWARD  # NumPy's MLP ran
+        # and toy's architecture, counted from its PyTorch definition, says the same
+        assert record["results.flops_per_sample"] == TOY_FORWARD
+        assert record["results.flops_source"] == "architecture"
         assert record["sys.framework_version"] == pytest.importorskip("numpy").__version__
     finally:
         unregister_framework("numpy_mlp")

@@ -16,9 +16,9 @@ keras = pytest.importorskip("keras", reason="exp.framework=tensorflow needs kera
 import torch  # noqa: E402 - after the skip: without TensorFlow nothing here runs
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from dlbench.backends.pytorch_flops import flop_formulas  # noqa: E402
 from dlbench.config.catalog import FRAMEWORKS, MODELS  # noqa: E402
 from dlbench.models import ImageTooSmall, build_pytorch_model  # noqa: E402
+from dlbench.models.pytorch.flops import flop_formulas  # noqa: E402
 from dlbench.models.tensorflow import TENSORFLOW_BUILDERS, build_tensorflow_model  # noqa: E402
 from dlbench.models.tensorflow.flops import graph_flops  # noqa: E402
 from dlbench.models.tensorflow.layers import AdaptiveAvgPool, nhwc  # noqa: E402

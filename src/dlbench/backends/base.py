@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from dlbench.errors import WorkerError
 
@@ -35,6 +35,11 @@ class Backend(ABC):
     results, such as a non-finite loss); ``environment`` for the record;
     ``teardown`` always, even after an error.
     """
+
+    #: The name of the counter behind :meth:`flops_per_sample` (``results.flops_source``
+    #: is ``framework:<name>`` where it stands in for the architecture's count); empty:
+    #: the framework's id.
+    flops_counter: ClassVar[str] = ""
 
     def __init__(self, params: Mapping[str, Any]) -> None:
         self.params = params
@@ -69,9 +74,11 @@ class Backend(ABC):
         return "samples/s", 1.0
 
     def flops_per_sample(self) -> float | None:
-        """Floating-point operations of one sample in the phase measured (forward for
-        inference; forward and backward for training), counted once at set-up; None
-        when unknown."""
+        """The framework's own count of the floating-point operations of one sample in
+        the phase measured (forward for inference; forward and backward for training),
+        counted once at set-up; None when unknown. The worker records it as
+        ``results.flops_per_sample_framework``, a cross-check of the architecture's
+        count (``dlbench.models.flops``), which stands for every framework."""
         return None
 
     def gather_times(self, times_ms: list[float]) -> list[list[float]]:

@@ -33,6 +33,8 @@ def _wait(seconds: float) -> None:
 class FakeBackend(Backend):
     """``exp.framework=fake``: see the ``fake.*`` parameters."""
 
+    flops_counter = "fake.flops_per_sample"
+
     def setup(self) -> None:
         p = self.params
         self.step_s = float(p["fake.step_ms"]) / 1000.0

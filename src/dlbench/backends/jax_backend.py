@@ -117,6 +117,8 @@ def _program_flops(compiled: Any) -> float:
 class JaxBackend(JaxExtras, Backend):
     """``exp.framework=jax``: see the ``jax.*`` parameters."""
 
+    flops_counter = "jax-xla"
+
     def setup(self) -> None:
         p = self.params
         data_dir = str(p.get("exp.data_dir", ""))
@@ -289,13 +291,15 @@ class JaxBackend(JaxExtras, Backend):
 
     def flops_per_sample(self) -> float | None:
         """XLA's cost analysis of the compiled step, per sample of one device's share of
-        the batch: every floating-point operation of the optimised program one device
-        runs. Matrix products count 2 per multiply-add, as PyTorch's counter has them;
-        convolutions count only the taps that fall inside the input (not the zero
-        padding, which PyTorch counts); elementwise work (activations, normalisation,
-        softmax, the loss and, in training, the optimizer's update) counts too, which
-        PyTorch's does not. For ResNet-18 at 224 px this comes to 0.93 of PyTorch's
-        count; at small images, where padding is a larger share, less (0.77 at 64 px)."""
+        the batch: the cross-check (``results.flops_per_sample_framework``) of the
+        architecture's count, which the worker records as ``results.flops_per_sample``
+        and from which TFLOP/s and MFU are computed. It is not that count: it covers
+        every floating-point operation of the optimised program, elementwise work too
+        (activations, normalisation, softmax, the loss and, in training, the optimizer's
+        update), skips the convolution taps that fall on the zero padding, depends on
+        how XLA fused and rewrote the program (so it moves with the batch size), and on
+        a GPU may leave out what runs in library calls (cuDNN's convolutions, cuBLAS's
+        products). ResNet-18 at 64 px, inference: 0.77 of the architecture's count."""
         flops = _program_flops(self.compiled)
         return flops / self.replica_batch if flops > 0 else None
 

@@ -32,19 +32,15 @@ import onnxruntime as ort
 import onnxscript
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
 import dlbench
 from dlbench.backends.base import Backend
-
-# The FLOP formulas of the PyTorch backend (its corrections for convolution gradients
-# and CPU attention), so that both backends count the same model the same way.
-from dlbench.backends.pytorch_flops import flop_formulas
 from dlbench.config.catalog import MODELS
 from dlbench.config.frameworks.onnxruntime import ONNXRUNTIME_PROVIDERS
 from dlbench.errors import WorkerError
 from dlbench.measure.peak import peaks_path
 from dlbench.measure.sysinfo import gpu_info
+from dlbench.models.pytorch.flops import count_step_flops
 from dlbench.models.pytorch.workload_base import Workload
 from dlbench.models.pytorch.workloads import make_workload
 
@@ -152,23 +148,19 @@ def describe_model(workload: Workload, batch: int) -> tuple[str, int, float | No
     """The module's description (its layers and sizes), parameters and forward FLOPs
     per sample at the experiment's sizes.
 
-    ONNX Runtime runs the computation of the PyTorch model's forward pass, so its
-    FLOPs are PyTorch's count. ``dlbench.backends.pytorch.model_summary`` gives that
-    count at the published size only, and the experiment's image side or sequence
-    length may differ: the same counter, with the same formulas, is run here at this
-    shape, on the ``meta`` device, where nothing is computed or allocated.
+    ONNX Runtime runs the computation of the PyTorch model's forward pass, so its own
+    FLOPs are PyTorch's count (``dlbench.models.pytorch.flops``), made here at this
+    batch and shape on the ``meta`` device, where nothing is computed or allocated.
     """
     with torch.device("meta"):
         module = workload.build().eval()
         architecture = repr(module)
         params = sum(t.numel() for t in module.parameters())
         try:
-            inputs, _ = workload.synthetic_batch(batch, torch.device("meta"))
-            with FlopCounterMode(display=False, custom_mapping=flop_formulas()) as counter:
-                workload.infer(module, inputs)
+            inputs, targets = workload.synthetic_batch(batch, torch.device("meta"))
+            total = count_step_flops(workload, module, inputs, targets, training=False)
         except (RuntimeError, NotImplementedError, TypeError, ValueError):
             return architecture, params, None  # an operator without a meta implementation
-    total = counter.get_total_flops()
     return architecture, params, total / batch if total else None
 
 
@@ -183,6 +175,9 @@ def _root_cause(error: BaseException) -> str:
 
 class OnnxRuntimeBackend(Backend):
     """``exp.framework=onnxruntime``: see the ``onnxruntime.*`` parameters."""
+
+    # The forward pass it runs is the exported PyTorch module's, counted by PyTorch.
+    flops_counter = "onnxruntime-pytorch"
 
     def setup(self) -> None:
         p = self.params

@@ -14,21 +14,20 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
 from dlbench.backends.base import Backend, NonFiniteLoss
 from dlbench.backends.pytorch_extras import PyTorchExtras
-from dlbench.backends.pytorch_flops import flop_formulas
 from dlbench.backends.pytorch_generate import PyTorchGenerate
 from dlbench.backends.pytorch_step import fast_step
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
+from dlbench.models.flops import FlopsNotCounted, architecture_flops
+from dlbench.models.pytorch.flops import count_step_flops
 from dlbench.models.pytorch.workload_base import Batch, Workload
 from dlbench.models.pytorch.workloads import make_workload
 
@@ -49,6 +48,8 @@ def _channels_last(batch: Batch, enabled: bool) -> Batch:
 
 class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
     """``exp.framework=pytorch``: see the ``pytorch.*`` parameters."""
+
+    flops_counter = "pytorch-flopcounter"
 
     def setup(self) -> None:
         p = self.params
@@ -212,33 +213,12 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
         return total
 
     def _count_flops(self) -> float | None:
-        """FLOPs of one sample in the phase measured, from ``FlopCounterMode`` on one
-        real batch: forward for inference; forward and backward (no optimizer step:
-        its elementwise updates are not counted anyway) for training."""
+        """PyTorch's own count of one sample's FLOPs in the phase measured, on one real
+        batch on the device (the cross-check of the architecture's count, which the
+        worker makes on the meta device: ``dlbench.models.flops``)."""
         inputs, targets = self._next_batch()
-        recurrent = any(isinstance(m, nn.RNNBase) for m in self.module.modules())
-        with contextlib.ExitStack() as stack:
-            if recurrent:
-                # cuDNN's and oneDNN's fused LSTM kernels are invisible to the counter;
-                # PyTorch's own LSTM runs the same matrix products as operators it sees.
-                stack.enter_context(warnings.catch_warnings())
-                warnings.filterwarnings("ignore", message=".*oneDNN.*")
-                stack.enter_context(torch.backends.cudnn.flags(enabled=False))
-                stack.enter_context(torch.backends.mkldnn.flags(enabled=False))
-            counter = stack.enter_context(
-                FlopCounterMode(display=False, custom_mapping=flop_formulas())
-            )
-            if self.training:
-                losses = self.workload.training_losses(self.module, inputs, targets)
-                for _optimizer in self.optimizers:
-                    with self.autocast():
-                        loss = next(losses)
-                    loss.backward()
-            else:
-                with torch.inference_mode(), self.autocast():
-                    self.workload.infer(self.module, inputs)
-        self.module.zero_grad(set_to_none=True)
-        total = counter.get_total_flops()
+        total = count_step_flops(self.workload, self.module, inputs, targets,
+                                 self.training, self.autocast)
         return total / inputs.shape[0] if total else None
 
     def step(self, index: int) -> None:
@@ -324,27 +304,20 @@ BACKEND = PyTorchBackend
 def model_summary(model_id: str) -> tuple[int, float | None]:
     """Parameters and inference FLOPs per sample of ``model_id`` at its published size.
 
-    Built and run on the ``meta`` device, where operators compute shapes and nothing
-    else, so the whole zoo is summarised in seconds. FLOPs are None where an operator
-    has no meta implementation (the count is then only known from a real run:
-    ``results.flops_per_sample``).
+    Built on the ``meta`` device, where operators compute shapes and nothing else, so
+    the whole zoo is summarised in seconds; the FLOPs are the architecture's count
+    (``dlbench.models.flops``), None where it cannot be made.
     """
     info = MODELS[model_id]
     workload = make_workload(info)
     if not workload.runs_model:
         return 0, None
     with torch.device("meta"):
-        module = workload.build()
-        params = sum(t.numel() for t in module.parameters())
-        try:
-            inputs, _ = workload.synthetic_batch(1, torch.device("meta"))
-            module.eval()
-            with FlopCounterMode(display=False, custom_mapping=flop_formulas()) as counter:
-                workload.infer(module, inputs)
-        except (RuntimeError, NotImplementedError, TypeError, ValueError):
-            return params, None
-    total = counter.get_total_flops()
-    return params, float(total) if total else None
+        params = sum(t.numel() for t in workload.build().parameters())
+    try:
+        return params, architecture_flops(info, training=False)
+    except FlopsNotCounted:
+        return params, None
 
 
 def available_devices() -> list[str]:

@@ -89,6 +89,8 @@ def _agree_on_overflow(grads: list[Any]) -> list[Any]:
 class TensorFlowBackend(TensorFlowExtras, Backend):
     """``exp.framework=tensorflow``: see the ``tensorflow.*`` parameters."""
 
+    flops_counter = "tensorflow-graph"
+
     def setup(self) -> None:
         p = self.params
         if keras.backend.backend() != "tensorflow":

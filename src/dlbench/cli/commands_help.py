@@ -190,8 +190,8 @@ def show_help(args: argparse.Namespace) -> int:
             _model_rows(),
             ["id", "title", "domain", "input", "batch", "unit", "params", "GFLOPs/sample"],
             floatfmt="{:.4g}")
-        lines.append("GFLOPs/sample: inference at the published size; training runs record "
-                     "their own count (results.flops_per_sample).")
+        lines.append("GFLOPs/sample: inference at the published size; each run records its "
+                     "phase's at its sizes (results.flops_per_sample).")
     if args.suites:
         # Descriptions are paragraphs: wrapped to the terminal (80 columns in a file).
         rows = [("suite", "description"), ("-----", "-----------"),

@@ -1,13 +1,14 @@
 """Parameters and inference FLOPs per sample of every model at its published size.
 
-Counted by ``dlbench.backends.pytorch.model_summary`` (PyTorch's FlopCounterMode on the
-meta device) and kept here so that ``dlbench help --models`` answers at once without
-importing torch. A cache, not a registration: a model without an entry (one just added,
-or a plug-in's) is shown with ``-`` for both numbers until its line is added. The test
+Counted by ``dlbench.backends.pytorch.model_summary`` (the architecture's count,
+``dlbench.models.flops``: PyTorch's FlopCounterMode on the meta device) and kept here so
+that ``dlbench help --models`` answers at once without importing torch. A cache, not a
+registration: a model without an entry (one just added, or a plug-in's) is shown with
+``-`` for both numbers until its line is added. The test
 ``tests/unit/test_model_sizes.py`` recounts every entry (failing on a stale one, with
-the line to paste) and warns with the line to paste for a model that has none.
-Training FLOPs (forward and backward) are counted in each run:
-``results.flops_per_sample``.
+the line to paste) and warns with the line to paste for a model that has none. Each run
+records the count of its phase (forward and backward for training) at its sizes, the
+same in every framework: ``results.flops_per_sample``.
 """
 
 from __future__ import annotations

@@ -81,6 +81,12 @@ _TIMING = [
               "when the worker (or the runner, for a killed worker) finished", "", "max"),
     ResultKey("results.flops_per_sample", "float", "FLOP",
               "floating-point operations of one sample's step", ".3g", "first"),
+    ResultKey("results.flops_per_sample_framework", "float", "FLOP",
+              "the framework's own count of results.flops_per_sample (a cross-check)",
+              ".3g", "first"),
+    ResultKey("results.flops_source", "str", "",
+              "where results.flops_per_sample comes from: architecture (the model's, the "
+              "same in every framework) or framework:<counter>", "", "first"),
     ResultKey("results.tflops", "float", "TFLOP/s",
               "results.flops_per_sample x samples per second / 1e12 (copies: the sum; "
               "exp.repeat: recomputed)", ".3g", "sum", better="higher", repeats="recomputed"),

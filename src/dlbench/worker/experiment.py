@@ -34,6 +34,7 @@ from dlbench.results.progress import FAILURE_KIND_KEY, where_text
 from dlbench.worker.accuracy import train_to_accuracy
 from dlbench.worker.autobatch import find_largest_batch
 from dlbench.worker.extras import measure_memory, profile_window
+from dlbench.worker.flops import flop_results, framework_source
 from dlbench.worker.generate import generate_results
 from dlbench.worker.progress import (
     ProgressWriter,
@@ -120,9 +121,14 @@ def _results(
     samples_per_second = throughput(int(params["exp.effective_batch"]), results["results.time"])
     results["results.throughput"] = samples_per_second * per_sample
     results["results.throughput_unit"] = unit
-    flops = backend.flops_per_sample()
+    # After the timed batches: the count builds the model on PyTorch's meta device.
+    flop_figures, note = flop_results(params, backend.flops_per_sample(),
+                                      framework_source(backend, params))
+    if note:
+        print(f"dlbench: {note}", file=sys.stderr, flush=True)
+    results.update(flop_figures)
+    flops = flop_figures.get("results.flops_per_sample")
     if flops:
-        results["results.flops_per_sample"] = flops
         results["results.tflops"] = flops * samples_per_second / 1e12
         peak = lookup_peak(environment.get("hw.device_name"), str(params["exp.dtype"]),
                            cpu_model=environment.get("hw.cpu_model"))
