@@ -277,7 +277,10 @@ def history_check(args: argparse.Namespace) -> int:
 def history_html(args: argparse.Namespace) -> int:
     """Write the page; print where and what it holds."""
     from dlbench.report.history_page import write_history_page
+    from dlbench.results.history_store import default_store
+    from dlbench.results.outputs import check_output
 
+    check_output(args.output, [_store_spec(args)], history=default_store())
     analysis, source = _analysis(args)
     write_history_page(analysis, Path(args.output), source=source)
     print(f"{args.output}: {len(analysis.series)} configurations, "

@@ -19,6 +19,7 @@ from dlbench.report.charts import (
     render_chart,
 )
 from dlbench.results.io import load_records, write_atomically
+from dlbench.results.outputs import check_output
 from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query
 
@@ -61,6 +62,7 @@ def _baseline(text: str | None) -> Any:
 def plot(args: argparse.Namespace) -> int:
     """Build the series, render the chart and write it to --output."""
     fmt = _output_format(args.output)
+    check_output(args.output, args.input)
     queries = _queries(args.series)
     baseline = _baseline(args.baseline_x)
     parse_warnings: list[ParseWarning] = []

@@ -16,6 +16,7 @@ from dlbench.report.render import render_report
 from dlbench.report.scorecard import ScorecardReport
 from dlbench.report.types import ReportOptions, report_type, report_types
 from dlbench.results.io import load_records, write_atomically
+from dlbench.results.outputs import check_output
 from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query, select_records
 
@@ -31,6 +32,8 @@ def _selected(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
+    if args.output:
+        check_output(args.output, [*args.input, *([args.baseline] if args.baseline else [])])
     if args.format == HTML_FORMAT and not args.output:
         raise ResultsError(f"--format {HTML_FORMAT} needs --output FILE (an HTML page is not "
                            "printed)")
@@ -110,6 +113,7 @@ def _gate(args: argparse.Namespace, built: Report) -> int:
 
 def baseline(args: argparse.Namespace) -> int:
     """Write a baseline file with one benchmark per configuration of the results."""
+    check_output(args.output, args.input)
     records = _selected(args)
     made, warnings = make_baseline(records, args.metric, better_flag(args))
     text = dump_baseline(made, args.output)  # checks the extension before any write

@@ -7,6 +7,7 @@ import sys
 
 from dlbench.results.export import write_logs
 from dlbench.results.io import dumps_records, load_selected, load_table
+from dlbench.results.outputs import check_output
 from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query
 from dlbench.results.text_table import format_table
@@ -18,6 +19,8 @@ def _warn(warning: ParseWarning) -> None:
 
 def parse(args: argparse.Namespace) -> int:
     """Parse logs into records; write them to --output or print JSON."""
+    if args.output:
+        check_output(args.output, args.paths)
     # Streamed: worker processes read the logs and encode the records, which go to the
     # file (or stdout) as they come, never all held at once; warnings as they are known.
     count = write_logs(args.paths, args.output, recursive=args.recursive, on_warning=_warn)
