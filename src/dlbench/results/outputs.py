@@ -27,10 +27,8 @@ from pathlib import Path
 
 from dlbench.config.validate_logs import RUN_DIR_FILES, RUN_LOCK_FILENAME
 from dlbench.errors import ResultsError
+from dlbench.results.sqlite_files import is_sqlite_file
 from dlbench.results.store import STORE_FILENAME
-
-#: The first bytes of every SQLite 3 database file.
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 #: The folders of a run directory that hold what dlbench itself wrote: the logs and
 #: the workers' inputs.
@@ -40,15 +38,6 @@ _SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 
 #: How much of an existing file is read to tell whether it is an experiment log.
 _LOG_SNIFF_BYTES = 1 << 16
-
-
-def is_sqlite_file(path: Path) -> bool:
-    """Whether ``path`` is an existing file that starts as an SQLite database does."""
-    try:
-        with open(path, "rb") as file:
-            return file.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-    except OSError:
-        return False
 
 
 def is_run_directory(path: Path) -> bool:
