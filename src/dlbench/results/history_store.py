@@ -346,7 +346,7 @@ class SqliteHistory(HistoryStore):
     def rows(self) -> list[HistoryRow]:
         try:
             return [_row(values) for values in self._db.execute(_SELECT)]
-        except (sqlite3.DatabaseError, ValueError) as exc:
+        except (sqlite3.DatabaseError, ValueError, ResultsError) as exc:
             # A malformed page, text that is not UTF-8, a JSON column that is not JSON.
             raise ResultsError(f"history store {redact(self.spec)} is damaged: {exc}") from None
 
