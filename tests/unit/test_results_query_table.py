@@ -138,9 +138,9 @@ def _row_by_row(rows: list[dict[str, Any]], columns: list[str], fmt: str) -> lis
         MISSING,
         _csv_line,
         _format_cell,
-        _one_line,
         _recorded,
         label_value,
+        one_line,
     )
     from dlbench.results.values import is_number
 
@@ -154,8 +154,8 @@ def _row_by_row(rows: list[dict[str, Any]], columns: list[str], fmt: str) -> lis
     numeric = [any(row.get(c) is not None for row in rows)
                and all(row.get(c) is None or is_number(row.get(c)) for row in rows)
                for c in columns]
-    header = [_one_line(h) for h in columns]
-    cells = [[_one_line(cell) for cell in line] for line in cells]
+    header = [one_line(h) for h in columns]
+    cells = [[one_line(cell) for cell in line] for line in cells]
     if fmt == "markdown":
         header = [h.replace("|", "\\|") for h in header]
         cells = [[cell.replace("|", "\\|") for cell in line] for line in cells]

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from dlbench.cli.usage import better_flag
+from dlbench.cli.usage import better_flag, warn
 from dlbench.errors import ResultsError
 from dlbench.report.compare import compare_records, parse_threshold
 from dlbench.report.compare_format import format_comparison
@@ -27,11 +26,11 @@ def compare(args: argparse.Namespace) -> int:
             raise ResultsError(f"{name} ({source}) holds no records")
         sides.append(records)
     for warning in parse_warnings:
-        print(f"dlbench: warning: {warning}", file=sys.stderr)
+        warn(warning)
     comparison = compare_records(sides[0], sides[1], metric=args.metric, threshold=threshold,
                                  higher_is_better=better)
     for message in comparison.warnings:
-        print(f"dlbench: warning: {message}", file=sys.stderr)
+        warn(message)
     for line in format_comparison(comparison, args.format):
         print(line)
     return 1 if args.fail_on_regression and comparison.has_regression() else 0

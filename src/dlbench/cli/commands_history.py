@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlbench.cli.usage import add_format, add_metric, better_flag, format_choices
+from dlbench.cli.usage import add_format, add_metric, better_flag, format_choices, warn
 from dlbench.errors import ResultsError, UsageError
 from dlbench.formats import REPORT_FORMATS
+from dlbench.textsafe import safe_text
 
 if TYPE_CHECKING:
     from dlbench.report.history_changes import HistoryAnalysis
@@ -132,7 +132,7 @@ def _run_rows(source: str, args: argparse.Namespace) -> list[HistoryRow]:
     warnings: list[ParseWarning] = []
     records = load_records([source], parse_warnings=warnings)
     for warning in warnings:
-        print(f"dlbench: warning: {warning}", file=sys.stderr)
+        warn(warning)
     path = Path(source).resolve()
     run_id, started = run_identity(records, str(path))
     override = None
@@ -170,17 +170,21 @@ def history_import(args: argparse.Namespace) -> int:
     spec = _store_spec(args)
     check_store(spec)  # before reading every source
     runs = [(source, _run_rows(source, args)) for source in args.sources]
+    if not any(rows for _, rows in runs):
+        # Nothing to add: the history is neither created nor touched.
+        raise ResultsError(f"{' and '.join(args.sources)} "
+                           f"hold{'s' if len(args.sources) == 1 else ''} no records; "
+                           f"nothing imported into {redact(spec)}")
     with open_history(spec) as store:
         for source, rows in runs:
             if not rows:
-                print(f"dlbench: warning: {source} holds no records; nothing imported",
-                      file=sys.stderr)
+                warn(f"{source} holds no records; nothing imported")
                 continue
             added, replaced = store.put(rows)
-            print(f"{source}: run {rows[0].run_id} ({rows[0].run_time[:19]} UTC): "
-                  f"{added} added, {replaced} replaced")
+            print(f"{safe_text(source)}: run {safe_text(rows[0].run_id)} "
+                  f"({safe_text(rows[0].run_time[:19])} UTC): {added} added, {replaced} replaced")
         total = store.count()
-    print(f"{redact(spec)}: {total} records")
+    print(f"{safe_text(redact(spec))}: {total} records")
     return 0
 
 
@@ -269,7 +273,8 @@ def history_check(args: argparse.Namespace) -> int:
             print(line)
         print()
     kinds = "change points" if args.all else "regressions"
-    print(f"{analysis.metric}: {len(analysis.series)} configurations from {source}, "
+    print(f"{safe_text(analysis.metric)}: {len(analysis.series)} configurations from "
+          f"{safe_text(source)}, "
           f"{len(rows)} {kinds}, {new} new (in the last {analysis.window} runs)")
     return 1 if new else 0
 
@@ -277,9 +282,12 @@ def history_check(args: argparse.Namespace) -> int:
 def history_html(args: argparse.Namespace) -> int:
     """Write the page; print where and what it holds."""
     from dlbench.report.history_page import write_history_page
+    from dlbench.results.history_store import default_store
+    from dlbench.results.outputs import check_output
 
+    check_output(args.output, [_store_spec(args)], history=default_store())
     analysis, source = _analysis(args)
     write_history_page(analysis, Path(args.output), source=source)
-    print(f"{args.output}: {len(analysis.series)} configurations, "
+    print(f"{safe_text(args.output)}: {len(analysis.series)} configurations, "
           f"{len(analysis.regressions())} new regressions")
     return 0

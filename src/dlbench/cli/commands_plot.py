@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from dlbench.cli.usage import warn
 from dlbench.errors import QueryError, ResultsError
 from dlbench.report.charts import (
     CHART_FORMATS,
@@ -19,8 +19,11 @@ from dlbench.report.charts import (
     render_chart,
 )
 from dlbench.results.io import load_records, write_atomically
+from dlbench.results.jsontext import loads_json
+from dlbench.results.outputs import check_output
 from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query
+from dlbench.textsafe import safe_text
 
 
 def _output_format(path: str) -> str:
@@ -35,7 +38,7 @@ def _queries(text: str | None) -> list[dict[str, Any]] | None:
     if text is None:
         return None
     try:
-        queries = json.loads(text)
+        queries = loads_json(text, "--series", QueryError)
     except json.JSONDecodeError as exc:
         raise QueryError(f"--series: not valid JSON ({exc.msg} at column {exc.colno}); "
                          'expected a list such as [{"exp.model": "resnet50"}]') from exc
@@ -61,12 +64,13 @@ def _baseline(text: str | None) -> Any:
 def plot(args: argparse.Namespace) -> int:
     """Build the series, render the chart and write it to --output."""
     fmt = _output_format(args.output)
+    check_output(args.output, args.input)
     queries = _queries(args.series)
     baseline = _baseline(args.baseline_x)
     parse_warnings: list[ParseWarning] = []
     records = load_records(args.input, parse_warnings=parse_warnings)
     for warning in parse_warnings:
-        print(f"dlbench: warning: {warning}", file=sys.stderr)
+        warn(warning)
     if not records:
         raise ResultsError(f"--input {' '.join(args.input)} holds no records")
     warnings: list[str] = []
@@ -74,7 +78,7 @@ def plot(args: argparse.Namespace) -> int:
                           aggregation=args.aggregation, legend=args.legend,
                           baseline_x=baseline, warnings=warnings)
     for message in warnings:
-        print(f"dlbench: warning: {message}", file=sys.stderr)
+        warn(message)
     # The x axis names the parameter, so "at 1" is enough (a longer label overflows).
     # The axis adds the records' unit to the label (none for a ratio).
     ylabel = args.ylabel or (
@@ -84,8 +88,8 @@ def plot(args: argparse.Namespace) -> int:
                         xlabel=args.xlabel or args.x, ylabel=ylabel,
                         fmt=fmt, problems=problems)
     for problem in problems:
-        print(f"dlbench: warning: chart: {problem}", file=sys.stderr)
+        warn(f"chart: {problem}")
     write_atomically(args.output, data)
-    print(f"chart written to {args.output} ({len(series)} series, "
-          f"{count_points(series)} points)")
+    print(safe_text(f"chart written to {args.output} ({len(series)} series, "
+                    f"{count_points(series)} points)"))
     return 0

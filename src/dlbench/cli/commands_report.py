@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dlbench.cli.usage import better_flag
+from dlbench.cli.usage import better_flag, note, warn
 from dlbench.errors import ResultsError
 from dlbench.formats import HTML_FORMAT
 from dlbench.report.baseline import dump_baseline, make_baseline
@@ -16,6 +16,7 @@ from dlbench.report.render import render_report
 from dlbench.report.scorecard import ScorecardReport
 from dlbench.report.types import ReportOptions, report_type, report_types
 from dlbench.results.io import load_records, write_atomically
+from dlbench.results.outputs import check_output
 from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query, select_records
 
@@ -26,11 +27,13 @@ def _selected(args: argparse.Namespace) -> list[dict[str, Any]]:
     warnings: list[ParseWarning] = []
     records = load_records(args.input, parse_warnings=warnings)
     for warning in warnings:
-        print(f"dlbench: warning: {warning}", file=sys.stderr)
+        warn(warning)
     return select_records(records, query, flag, f"--input {' '.join(args.input)}")
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
+    if args.output:
+        check_output(args.output, [*args.input, *([args.baseline] if args.baseline else [])])
     if args.format == HTML_FORMAT and not args.output:
         raise ResultsError(f"--format {HTML_FORMAT} needs --output FILE (an HTML page is not "
                            "printed)")
@@ -86,9 +89,9 @@ def report(args: argparse.Namespace) -> int:
     # show them to whoever ran the command.
     if args.output or args.format == "csv":
         for warning in built.warnings:
-            print(f"dlbench: warning: {warning}", file=sys.stderr)
+            warn(warning)
     if args.output:
-        print(f"{args.report_type} report written to {args.output}", file=sys.stderr)
+        note(f"{args.report_type} report written to {args.output}")
     return _gate(args, built)
 
 
@@ -99,8 +102,8 @@ def _gate(args: argparse.Namespace, built: Report) -> int:
         return 0
     failed = 0
     if args.fail_on_miss and built.missed:
-        print(f"dlbench: --fail-on-miss: {len(built.missed)} benchmark(s) missed their "
-              f"target: {'; '.join(built.missed)}", file=sys.stderr)
+        note(f"dlbench: --fail-on-miss: {len(built.missed)} benchmark(s) missed their "
+             f"target: {'; '.join(built.missed)}")
         failed = 1
     if args.fail_on_verdict and not built.passed:
         print("dlbench: --fail-on-verdict: the overall verdict is FAIL", file=sys.stderr)
@@ -110,12 +113,12 @@ def _gate(args: argparse.Namespace, built: Report) -> int:
 
 def baseline(args: argparse.Namespace) -> int:
     """Write a baseline file with one benchmark per configuration of the results."""
+    check_output(args.output, args.input)
     records = _selected(args)
     made, warnings = make_baseline(records, args.metric, better_flag(args))
     text = dump_baseline(made, args.output)  # checks the extension before any write
     for warning in warnings:
-        print(f"dlbench: warning: {warning}", file=sys.stderr)
+        warn(warning)
     write_atomically(args.output, text.encode("utf-8"))
-    print(f"{len(made.benchmarks)} benchmark(s) of {made.metric} written to {args.output}",
-          file=sys.stderr)
+    note(f"{len(made.benchmarks)} benchmark(s) of {made.metric} written to {args.output}")
     return 0

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from dlbench.cli.usage import note, warn
 from dlbench.results.export import write_logs
 from dlbench.results.io import dumps_records, load_selected, load_table
+from dlbench.results.outputs import check_output
 from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query
 from dlbench.results.text_table import format_table
 
 
 def _warn(warning: ParseWarning) -> None:
-    print(f"dlbench: warning: {warning}", file=sys.stderr)
+    warn(warning)
 
 
 def parse(args: argparse.Namespace) -> int:
     """Parse logs into records; write them to --output or print JSON."""
+    if args.output:
+        check_output(args.output, args.paths)
     # Streamed: worker processes read the logs and encode the records, which go to the
     # file (or stdout) as they come, never all held at once; warnings as they are known.
     count = write_logs(args.paths, args.output, recursive=args.recursive, on_warning=_warn)
     if args.output:
-        print(f"{count} record(s) written to {args.output}", file=sys.stderr)
+        note(f"{count} record(s) written to {args.output}")
     return 0
 
 
@@ -52,7 +55,7 @@ def query(args: argparse.Namespace) -> int:
                                          parse_warnings=warnings)
     finally:
         for warning in warnings:
-            print(f"dlbench: warning: {warning}", file=sys.stderr)
+            warn(warning)
     if args.format == "json":
         print(dumps_records(selected))
         return 0

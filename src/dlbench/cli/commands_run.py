@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dlbench.cli.usage import warn
 from dlbench.config import load_spec, plan_experiments
 from dlbench.config.registry import varying_parameters
 from dlbench.config.spec import Sourced
@@ -48,7 +49,7 @@ def planned_experiments(
     configs = [*(suite_path(name) for name in args.suite), *args.config]
     spec = load_spec(configs, args.params, args.variables, args.extensions, overrides)
     for warning in spec.warnings:
-        print(f"dlbench: warning: {warning}", file=sys.stderr)
+        warn(warning)
     # A launcher's own defaults (Slurm: the nodes of a job meet on its first node).
     for name, value in (chosen.defaults() if chosen is not None else {}).items():
         if name not in spec.parameters and name not in spec.variables:

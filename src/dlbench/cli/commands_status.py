@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from dlbench.cli.commands_run import planned_experiments
+from dlbench.cli.usage import warn
 from dlbench.config.registry import varying_parameters
-from dlbench.errors import PathError
+from dlbench.errors import PathError, ResultsError
+from dlbench.results.jsontext import loads_json
 from dlbench.results.store import STORE_FILENAME, Store
 from dlbench.results.text_table import format_table
 
@@ -56,10 +57,9 @@ def _started(run_dir: Path) -> dict[str, dict[str, Any]]:
     started: dict[str, dict[str, Any]] = {}
     for path in sorted((run_dir / "experiments").glob("*.json")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            print(f"dlbench: warning: {path}: not an experiment's input ({error})",
-                  file=sys.stderr)
+            data = loads_json(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, ValueError, ResultsError) as error:
+            warn(f"{path}: not an experiment's input ({error})")
             continue
         if isinstance(data, dict) and isinstance(data.get("exp.id"), str):
             started.setdefault(data["exp.id"], data)

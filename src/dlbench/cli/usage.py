@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from dlbench.errors import UsageError
+from dlbench.textsafe import safe_text
 
 _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^argument (?P<flag>[^:]+): invalid choice: (?P<value>.*?) "
@@ -264,3 +265,15 @@ def flag_lines(parser: argparse.ArgumentParser, width: int | None = None) -> lis
                      for flag in a.option_strings})
     aliases = [f"--format {old} ({new})" for old, new in FORMAT_ALIASES.items()]
     return [*lines, "", f"old names, still accepted: {', '.join([*hidden, *aliases])}"]
+
+
+def warn(message: object) -> None:
+    """Print ``dlbench: warning: MESSAGE`` on stderr, as one terminal-safe line: a
+    warning quotes paths, values and messages from data."""
+    print(f"dlbench: warning: {safe_text(str(message))}", file=sys.stderr)
+
+
+def note(message: str) -> None:
+    """Print ``message`` (a line naming paths or values from data, such as where a
+    file was written) on stderr, terminal-safe."""
+    print(safe_text(message), file=sys.stderr)

@@ -12,9 +12,13 @@ from dlbench.config.resolve import EXP_ID
 from dlbench.config.spec import describe
 from dlbench.errors import ConfigError
 
+#: The file a runner holds locked while it runs in a run directory (one runner at a
+#: time; the operating system releases the lock when the runner ends or dies).
+RUN_LOCK_FILENAME = "dlbench.lock"
+
 #: Files and folders dlbench itself writes in a run directory; no log may be one.
 RUN_DIR_FILES = ("results.sqlite", "results.sqlite-wal", "results.sqlite-shm",
-                 "results.sqlite-journal", "experiments", "slurm")
+                 "results.sqlite-journal", "experiments", "slurm", RUN_LOCK_FILENAME)
 
 
 def check_log_files(experiments: list[dict[str, Any]], raws: list[RawExperiment]) -> None:

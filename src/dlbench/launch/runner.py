@@ -55,7 +55,9 @@ from dlbench.launch.local import WorkerProcess, kill_worker, start_worker
 from dlbench.launch.memo import OOM_QUERY, OutOfMemoryMemo, skipped_record
 from dlbench.launch.progress import Progress, Reporter, stability_note
 from dlbench.launch.records import combine_processes, rank_logs, worker_record, write_combined
+from dlbench.launch.rundir_lock import lock_run_directories
 from dlbench.launch.signals import SignalState, hold_interrupts, sigterm_as_interrupt, sweep_signals
+from dlbench.results.export import write_atomically
 from dlbench.results.store import Store
 
 __all__ = ["Finish", "Outcome", "Progress", "Reporter", "Runner", "SweepResult",
@@ -112,10 +114,7 @@ def write_input(experiment: Mapping[str, Any], out_dir: Path, suffix: str = "") 
     """Write ``experiment`` atomically as the worker's input,
     ``<out_dir>/experiments/<exp.id><suffix>.json``, and return its path."""
     path = out_dir / "experiments" / f"{experiment['exp.id']}{suffix}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(experiment, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(experiment, indent=1, sort_keys=True).encode("utf-8"))
     return path
 
 
@@ -171,7 +170,12 @@ class Runner(Launcher):
 
     def run(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
         """Run (or keep earlier results of, or skip) every experiment, in order, until
-        the end, an interrupt, or a SIGUSR1 stop request."""
+        the end, an interrupt, or a SIGUSR1 stop request. Each run directory has one
+        runner at a time: PathError, before anything starts, when another holds one."""
+        with lock_run_directories(Path(e["exp.out_dir"]) for e in experiments):
+            return self._run_locked(experiments)
+
+    def _run_locked(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
         self.check(experiments)
         result = SweepResult()
         self._live = live = LiveStatus.for_stderr(self.report, self._plain_seconds)

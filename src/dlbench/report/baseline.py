@@ -42,6 +42,7 @@ from dlbench.report.aggregate import (
     usable_records,
 )
 from dlbench.report.gpu_reports import copy_values
+from dlbench.results.jsontext import MAX_DEPTH, loads_json, nests_deeper
 from dlbench.results.keys import higher_is_better as declared_higher_is_better
 from dlbench.results.query import parse_query
 
@@ -211,12 +212,17 @@ def _yaml_with_lines(text: str, path: str) -> tuple[Any, dict[int, int]]:
     LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     try:
         # LineLoader is a SafeLoader: no arbitrary Python objects.
-        return yaml.load(text, Loader=LineLoader), lines
+        data = yaml.load(text, Loader=LineLoader)
+    except RecursionError:
+        raise ResultsError(f"{path}: values nest more than {MAX_DEPTH} deep") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else path
         problem = getattr(exc, "problem", None) or str(exc)
         raise ResultsError(f"{where}: not valid YAML ({problem})") from exc
+    if nests_deeper(data, MAX_DEPTH):
+        raise ResultsError(f"{path}: values nest more than {MAX_DEPTH} deep")
+    return data, lines
 
 
 def _csv_baseline(text: str, path: str) -> Baseline:
@@ -230,10 +236,10 @@ def _csv_baseline(text: str, path: str) -> Baseline:
         where = f"{path}:{reader.line_num}"
         entry: dict[str, Any] = {k: v for k, v in row.items() if k and v not in (None, "")}
         try:
-            entry["query"] = json.loads(entry.get("query", "null"))
+            entry["query"] = loads_json(entry.get("query", "null"), where)
             for key in ("target", "weight", "tolerance", "higher_is_better"):
                 if key in entry:
-                    entry[key] = json.loads(entry[key])
+                    entry[key] = loads_json(entry[key], where)
         except ValueError as exc:
             raise ResultsError(f"{where}: not valid JSON in a cell ({exc})") from exc
         benchmarks.append(_benchmark(entry, where))
@@ -248,7 +254,7 @@ def parse_baseline(text: str, path: str) -> Baseline:
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
         try:
-            data = json.loads(text)
+            data = loads_json(text, path)
         except json.JSONDecodeError as exc:
             raise ResultsError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
         return baseline_from_mapping(data, path)

@@ -32,6 +32,7 @@ import io
 import json
 import math
 import textwrap
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ from dlbench.report.series import (
     value_text,
 )
 from dlbench.results.values import is_number as _is_number
+from dlbench.textsafe import safe_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -358,8 +360,18 @@ def render_chart(
         raise ChartError(f"unknown chart format {fmt!r}; accepted: {', '.join(CHART_FORMATS)}")
     from dlbench.report.chart_checks import chart_problems
 
-    drawn = draw_chart(series, chart=chart, title=title, xlabel=xlabel, ylabel=ylabel)
-    found = chart_problems(drawn, layout=False)  # draw_chart has just laid it out
+    # matplotlib warns of a glyph its font lacks quoting the character itself (an
+    # escape sequence of a label would reach the terminal): its warnings are caught and
+    # passed on as problems, once each, or re-issued escaped.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        drawn = draw_chart(series, chart=chart, title=title, xlabel=xlabel, ylabel=ylabel)
+        found = chart_problems(drawn, layout=False)  # draw_chart has just laid it out
+        data = save_chart(drawn, fmt, found)
+    said = list(dict.fromkeys(safe_text(str(w.message)) for w in caught))
     if problems is not None:
-        problems.extend(found)
-    return save_chart(drawn, fmt, found)
+        problems.extend([*found, *said])
+    else:
+        for message in said:
+            warnings.warn(message, UserWarning, stacklevel=2)
+    return data

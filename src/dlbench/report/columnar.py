@@ -22,12 +22,14 @@ Example::
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dlbench.errors import ResultsError
 from dlbench.report.aggregate import (
     ENVIRONMENT_KEYS,
     ENVIRONMENT_WITHIN,
@@ -328,3 +330,5 @@ def store_table_report(
             return columnar_table_report(arrays, report_type, target)
     except NotColumnar:
         return None
+    except sqlite3.DatabaseError as exc:  # a page read after opening is damaged
+        raise ResultsError(f"cannot read results store {path}: {exc}") from None

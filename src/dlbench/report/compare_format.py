@@ -22,7 +22,7 @@ from dlbench.formats import REPORT_FORMATS
 from dlbench.report.compare import ALPHA, Comparison, ConfigComparison, shown_value, value_text
 from dlbench.report.operators import OperatorChange
 from dlbench.report.render import aligned_lines, csv_lines
-from dlbench.textsafe import safe_text
+from dlbench.results.text_table import one_line
 
 FORMATS = REPORT_FORMATS
 
@@ -111,8 +111,8 @@ def format_comparison(c: Comparison, fmt: str = "text") -> list[str]:
         headers[i] = headers[i].rjust(width)
         for line in cells:
             line[i] = line[i].rjust(width)
-    table = aligned_lines([_one_line(h) for h in headers],
-                          [[_one_line(cell) for cell in line] for line in cells],
+    table = aligned_lines([one_line(h) for h in headers],
+                          [[one_line(cell) for cell in line] for line in cells],
                           [False] * len(headers), markdown=fmt == "markdown")
     return [*_header(c), "", *table, "", *_summary(c),
             *_operator_sections(c, markdown=fmt == "markdown")]
@@ -130,7 +130,7 @@ def _operator_json(op: OperatorChange) -> dict[str, Any]:
 
 
 def _operator_table(row: ConfigComparison, markdown: bool) -> list[str]:
-    cells = [[_one_line(op.name), _ms(op.a_ms), _ms(op.b_ms), op.change_text()]
+    cells = [[one_line(op.name), _ms(op.a_ms), _ms(op.b_ms), op.change_text()]
              for op in row.operators or []]
     return aligned_lines(["operator", "A ms/step", "B ms/step", "change"], cells,
                          [False, True, True, True], markdown=markdown)
@@ -144,15 +144,11 @@ def _operator_sections(c: Comparison, markdown: bool) -> list[str]:
     lines = ["", "operators by self time per step, the largest change in ms first; "
              "'only in A': not among B's top operators (exp.profile_top), and the reverse"]
     for row in profiled:
-        lines += ["", f"{_one_line(_config_text(row.config))}:", "",
+        lines += ["", f"{one_line(_config_text(row.config))}:", "",
                   *_operator_table(row, markdown)]
     return lines
 
 
-def _one_line(text: str) -> str:
-    # A newline in a cell would break the table apart; escape sequences are shown
-    # escaped, never sent to the terminal.
-    return safe_text(text.replace("\r", " ").replace("\n", " "))
 
 
 def _csv_text(value: Any) -> Any:

@@ -33,7 +33,7 @@ from typing import Any
 from dlbench.formats import REPORT_FORMATS
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
-from dlbench.results.text_table import format_number
+from dlbench.results.text_table import format_number, one_line
 from dlbench.results.values import is_number as _is_number
 
 #: The formats a report renders to as lines (html is a page: ``dlbench.report.html``).
@@ -86,7 +86,7 @@ def spread(value: Any) -> str:
 def _cell_texts(table: Table) -> list[list[str]]:
     """Every cell as text, with the spreads of a column padded to one width so that
     means line up with means and spreads with spreads."""
-    texts = [[format_value(v, table.floatfmt) for v in row] for row in table.rows]
+    texts = [[one_line(format_value(v, table.floatfmt)) for v in row] for row in table.rows]
     for col in range(len(table.columns)):
         spreads = [spread(row[col]) for row in table.rows]
         width = max((len(s) for s in spreads), default=0)
@@ -105,7 +105,7 @@ def _right_aligned(table: Table) -> list[bool]:
 
 
 def _aligned(table: Table, markdown: bool) -> list[str]:
-    return aligned_lines([str(h) for h in table.columns], _cell_texts(table),
+    return aligned_lines([one_line(str(h)) for h in table.columns], _cell_texts(table),
                          _right_aligned(table), markdown)
 
 
@@ -141,31 +141,32 @@ def aligned_lines(
 
 def render_text(report: Report) -> list[str]:
     """The report as aligned plain text."""
-    lines = [report.title, "=" * len(report.title)]
-    lines += report.summary
+    title = one_line(report.title)
+    lines = [title, "=" * len(title)]
+    lines += map(one_line, report.summary)
     if report.warnings:
         lines.append("")
-        lines += [f"warning: {w}" for w in report.warnings]
+        lines += [f"warning: {one_line(w)}" for w in report.warnings]
     for table in report.tables:
-        lines += ["", table.title, *_aligned(table, markdown=False)]
-        lines += [f"note: {n}" for n in table.notes]
+        lines += ["", one_line(table.title), *_aligned(table, markdown=False)]
+        lines += [f"note: {one_line(n)}" for n in table.notes]
     return lines
 
 
 def render_markdown(report: Report) -> list[str]:
     """The report as GitHub markdown: a heading, paragraphs, pipe tables."""
-    lines = [f"### {report.title}"]
+    lines = [f"### {one_line(report.title)}"]
     if report.summary:
-        lines += ["", *(s + "  " if i < len(report.summary) - 1 else s
+        lines += ["", *(one_line(s) + "  " if i < len(report.summary) - 1 else one_line(s)
                         for i, s in enumerate(report.summary))]
     for warning in report.warnings:
-        lines += ["", f"> **Warning:** {warning}"]
+        lines += ["", f"> **Warning:** {one_line(warning)}"]
     for table in report.tables:
         # Escaped: the '*' of a formula in a title would otherwise end the bold.
-        title = table.title.replace("*", "\\*")
+        title = one_line(table.title).replace("*", "\\*")
         lines += ["", f"**{title}**", "", *_aligned(table, markdown=True)]
         if table.notes:
-            lines += ["", *(f"- {n}" for n in table.notes)]
+            lines += ["", *(f"- {one_line(n)}" for n in table.notes)]
     return lines
 
 

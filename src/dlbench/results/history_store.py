@@ -45,6 +45,8 @@ from typing import Any
 
 from dlbench.errors import ResultsError
 from dlbench.results.history_records import HistoryRow
+from dlbench.results.jsontext import loads_json
+from dlbench.results.sqlite_files import connect_read_only
 
 #: The newest history format this code reads and writes (see the module's history).
 FORMAT_VERSION = 1
@@ -63,7 +65,15 @@ _COLUMNS = ("run_id", "exp_id", "run_time", "record_time", "config_key", "status
             "revision", "source", "imported", "config", "environment", "results")
 _JSON_COLUMNS = ("config", "environment", "results")
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_PASSWORD_RE = re.compile(r"(://[^:/@]*):[^@/]*@")
+#: A ``password=`` query parameter of a URL, or a libpq keyword, its value quoted
+#: (``'it''s'`` or ``'a\\'b'``) or up to the next space, ``&`` or ``#``.
+_PASSWORD_PARAM_RE = re.compile(
+    r"(?P<key>(?:^|(?<=[\s?&;]))password\s*=\s*)"
+    r"(?P<value>'(?:[^'\\]|\\.|'')*'?|[^\s&#]*)", re.IGNORECASE)
+#: The start of a libpq keyword/value connection string (``host=... dbname=...``).
+_KEYWORDS_RE = re.compile(
+    r"^\s*(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode)\s*=",
+    re.IGNORECASE)
 _POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 _ACCEPTED = "a file path (SQLite) or postgresql://[user[:password]@]host[:port]/database"
 
@@ -83,9 +93,52 @@ def _schema(json_type: str) -> list[str]:
     ]
 
 
-def redact(spec: str) -> str:
-    """``spec`` with any password in a URL replaced by ``***``, for messages."""
-    return _PASSWORD_RE.sub(r"\1:***@", spec)
+def _url_password(spec: str) -> tuple[int, int] | None:
+    """Where the password of a URL's ``user:password@`` lies in ``spec`` (start, end),
+    or None. The user information ends at the last ``@`` before the query: a password
+    may hold ``/`` or ``@`` that its writer did not percent-encode."""
+    scheme = _URL_RE.match(spec)
+    if scheme is None:
+        return None
+    start = scheme.end()
+    head_end = min((i for i in (spec.find("?", start), spec.find("#", start)) if i >= 0),
+                   default=len(spec))
+    at = spec.rfind("@", start, head_end)
+    colon = spec.find(":", start, at) if at >= 0 else -1
+    return (colon + 1, at) if colon >= 0 else None
+
+
+def _passwords(spec: str) -> list[str]:
+    """Every password ``spec`` carries: in a URL's user information, a URL's
+    ``password=`` query parameter, or a libpq ``password=`` keyword."""
+    found = []
+    where = _url_password(spec)
+    if where is not None:
+        found.append(spec[where[0]:where[1]])
+        # libpq ends the user information at the first "@" or "/" and may quote the
+        # rest as a host or a port in its error: each piece is masked too (but for a
+        # piece too short to give anything away).
+        found += [piece for piece in re.split(r"[@/:]", found[0]) if len(piece) >= 3]
+    found += [m.group("value") for m in _PASSWORD_PARAM_RE.finditer(spec)]
+    return [secret for secret in found if secret]
+
+
+def redact(text: str, spec: str | None = None) -> str:
+    """``text`` with every password of ``spec`` (by default ``text`` itself, a store's
+    URL or libpq keyword string) replaced by ``***``, for messages: a URL's
+    ``user:password@``, its ``?password=`` parameter and a ``password=`` keyword,
+    quoted or not. With ``spec``, a message about it (a driver's error quoting part
+    of it) loses the same passwords wherever they appear in it."""
+    secrets = _passwords(text if spec is None else spec)
+    if spec is None:
+        where = _url_password(text)
+        if where is not None:
+            text = text[:where[0]] + "***" + text[where[1]:]
+        text = _PASSWORD_PARAM_RE.sub(lambda m: m.group("key") + "***", text)
+    # Longest first: a password that holds another one is masked whole.
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def default_store() -> str:
@@ -135,6 +188,9 @@ class HistoryStore(ABC):
         self.close()
 
     def _check_version(self, version: str | None) -> None:
+        if version is not None and not version.isdigit():
+            raise ResultsError(f"history store {redact(self.spec)} is damaged: its "
+                               f"format_version is {version!r}")
         if version is not None and int(version) > FORMAT_VERSION:
             raise ResultsError(
                 f"history store {redact(self.spec)} has format {version}; this dlbench "
@@ -153,7 +209,9 @@ def _row(values: Sequence[Any]) -> HistoryRow:
     named = dict(zip(_COLUMNS, values, strict=True))
     for column in _JSON_COLUMNS:
         if isinstance(named[column], str):  # SQLite: text; psycopg decodes jsonb itself
-            named[column] = json.loads(named[column])
+            named[column] = loads_json(named[column], f"column {column}")
+        if not isinstance(named[column], dict):
+            raise ValueError(f"column {column} of run {named['run_id']!r} is not a JSON object")
     del named["imported"]
     return HistoryRow(**named)
 
@@ -192,22 +250,27 @@ class SqliteHistory(HistoryStore):
         super().__init__(spec)
         path = Path(spec).expanduser()
         if path.is_dir():
-            raise ResultsError(f"history store {spec} is a directory, not an SQLite file")
-        if not path.exists():
-            if not create:
-                raise ResultsError(f"history store {spec} does not exist; import runs "
+            raise ResultsError(f"history store {redact(spec)} is a directory, not an SQLite file")
+        if not create:
+            if not path.exists():
+                raise ResultsError(f"history store {redact(spec)} does not exist; import runs "
                                    "into it first (dlbench history import)")
+            # A reader opens it read-only: an empty or foreign file stays as it is.
+            self._db = connect_read_only(path, "history store", _BUSY_TIMEOUT_S)
+        else:
             path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                # isolation_level=None: transactions are ours (BEGIN IMMEDIATE below).
+                self._db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S,
+                                           isolation_level=None)
+            except sqlite3.Error as exc:
+                raise ResultsError(f"history store {redact(spec)}: cannot open ({exc})") from exc
         try:
-            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE below).
-            self._db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise ResultsError(f"history store {spec}: cannot open ({exc})") from exc
-        try:
-            found = self._prepare()
+            found = self._prepare() if create else self._read_version()
         except sqlite3.DatabaseError as exc:
             self._db.close()
-            raise ResultsError(f"history store {spec}: not a usable SQLite file ({exc})") from exc
+            raise ResultsError(
+                f"history store {redact(spec)}: not a usable SQLite file ({exc})") from exc
         except BaseException:
             self._db.close()
             raise
@@ -236,14 +299,28 @@ class SqliteHistory(HistoryStore):
             raise
         return found
 
+    def _read_version(self) -> tuple[str] | None:
+        """Check a history opened for reading; its format_version row."""
+        tables = self._tables()
+        if "history_meta" not in tables or "history_records" not in tables:
+            raise ResultsError(
+                f"history store {redact(self.spec)}: an SQLite file but not a dlbench history "
+                f"(tables: {', '.join(sorted(tables)[:5]) or 'none'})")
+        found: tuple[str] | None = self._db.execute(
+            "SELECT value FROM history_meta WHERE key = 'format_version'").fetchone()
+        return found
+
+    def _tables(self) -> set[str]:
+        return {name for (name,) in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
     def _refuse_foreign(self) -> None:
         """ResultsError for an SQLite file that holds tables but no history (a run's
         results.sqlite given by mistake): a history's tables are not added to it."""
-        tables = {name for (name,) in self._db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = self._tables()
         if tables and "history_meta" not in tables:
             raise ResultsError(
-                f"--store {self.spec}: an SQLite file but not a dlbench history (tables: "
+                f"--store {redact(self.spec)}: an SQLite file but not a dlbench history (tables: "
                 f"{', '.join(sorted(tables)[:5])}); name a new file or an existing history")
 
     def put(self, rows: Sequence[HistoryRow]) -> tuple[int, int]:
@@ -263,14 +340,21 @@ class SqliteHistory(HistoryStore):
                 self._db.execute("ROLLBACK")
                 raise
         except sqlite3.DatabaseError as exc:
-            raise ResultsError(f"history store {self.spec}: cannot write ({exc})") from exc
+            raise ResultsError(f"history store {redact(self.spec)}: cannot write ({exc})") from exc
         return added, replaced
 
     def rows(self) -> list[HistoryRow]:
-        return [_row(values) for values in self._db.execute(_SELECT)]
+        try:
+            return [_row(values) for values in self._db.execute(_SELECT)]
+        except (sqlite3.DatabaseError, ValueError, ResultsError) as exc:
+            # A malformed page, text that is not UTF-8, a JSON column that is not JSON.
+            raise ResultsError(f"history store {redact(self.spec)} is damaged: {exc}") from None
 
     def count(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM history_records").fetchone()[0])
+        try:
+            return int(self._db.execute("SELECT COUNT(*) FROM history_records").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            raise ResultsError(f"history store {redact(self.spec)} is damaged: {exc}") from None
 
     def close(self) -> None:
         self._db.close()
@@ -295,7 +379,7 @@ class PostgresHistory(HistoryStore):
         except psycopg.Error as exc:
             raise ResultsError(
                 f"history store {redact(spec)}: cannot connect "
-                f"({_first_line(exc)})") from None
+                f"({redact(_first_line(exc), spec)})") from None
         try:
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
@@ -310,7 +394,7 @@ class PostgresHistory(HistoryStore):
             self._db.close()
             raise ResultsError(
                 f"history store {redact(spec)}: cannot create its tables "
-                f"({_first_line(exc)})") from None
+                f"({redact(_first_line(exc), spec)})") from None
         self._check_version(None if found is None else str(found[0]))
 
     def put(self, rows: Sequence[HistoryRow]) -> tuple[int, int]:
@@ -328,9 +412,9 @@ class PostgresHistory(HistoryStore):
                     else:
                         replaced += 1
         except self._errors as exc:
-            raise ResultsError(
-                f"history store {redact(self.spec)}: cannot write ({_first_line(exc)})"
-            ) from None
+            why = redact(_first_line(exc), self.spec)
+            raise ResultsError(f"history store {redact(self.spec)}: cannot write ({why})"
+                               ) from None
         return added, replaced
 
     def rows(self) -> list[HistoryRow]:
@@ -357,6 +441,10 @@ def check_store(spec: str) -> None:
         return
     if _URL_RE.match(spec):
         raise ResultsError(f"--store {redact(spec)}: unknown kind of store; accepted: {_ACCEPTED}")
+    if _KEYWORDS_RE.match(spec):
+        # Not a file name to create: a libpq connection string, which the URI says too.
+        raise ResultsError(f"--store {redact(spec)}: a libpq keyword string; give its URI, "
+                           f"{_ACCEPTED.split(' or ')[1]}")
     if not spec.strip():
         raise ResultsError(f"--store is empty; accepted: {_ACCEPTED}")
 

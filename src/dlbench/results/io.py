@@ -25,7 +25,6 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import json
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +38,7 @@ from dlbench.results.export import (
     write_atomically,
     write_records,
 )
+from dlbench.results.jsontext import loads_json
 from dlbench.results.parser import ParseWarning, parse_logs
 from dlbench.results.query import distinct_values, filter_records, no_match_error
 from dlbench.results.store import STORE_FILENAME, Store
@@ -75,7 +75,7 @@ def _as_records(data: Any, path: Path) -> list[dict[str, Any]]:
 
 def _load_json_text(text: str, path: Path) -> list[dict[str, Any]]:
     try:
-        data = json.loads(text)
+        data = loads_json(text, str(path))
     except ValueError as exc:
         raise ResultsError(f"{path}: not valid JSON ({exc})") from exc
     return _as_records(data, path)
@@ -89,7 +89,7 @@ def _load_jsonl(text: str, path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads_json(line, f"{path}:{number}")
         except ValueError as exc:
             raise ResultsError(f"{path}:{number}: not valid JSON ({exc})") from exc
         if not isinstance(record, dict):
@@ -98,9 +98,9 @@ def _load_jsonl(text: str, path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _decode_cell(cell: str) -> Any:
+def _decode_cell(cell: str, path: Path) -> Any:
     try:
-        return json.loads(cell)
+        return loads_json(cell, f"{path}: a cell")
     except ValueError:
         return cell
 
@@ -116,7 +116,7 @@ def _load_csv(text: str, path: Path) -> list[dict[str, Any]]:
             return []
         return [
             {
-                name: _decode_cell(cell)
+                name: _decode_cell(cell, path)
                 for name, cell in zip(header, row, strict=False)
                 if cell != ""
             }

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from dlbench.results.jsontext import nests_deeper
 from dlbench.results.logfile import CUT_MARK, LINE_RE
 from dlbench.results.rawjson import NUMBER_LIST, RawJSON
 
@@ -90,19 +91,6 @@ def _shown(name: str) -> str:
     return text if len(text) <= _SHOWN_NAME else text[:_SHOWN_NAME] + "..."
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    # Iterative: a recursive walk would itself fail on the values it must refuse.
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (list, dict)):
-            if depth > limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return False
-
-
 def _decode_value(name: str, raw_value: str) -> Any:
     """The JSON value of one key line, or ``_Skip`` saying why it cannot be used."""
     text = raw_value.strip(_BLANK)
@@ -119,7 +107,7 @@ def _decode_value(name: str, raw_value: str) -> Any:
         raise _Skip(f"value of {_shown(name)} nests deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:
         raise _Skip(f"value of {_shown(name)} is not valid JSON ({exc})") from None
-    if (text.count("[") + text.count("{") > MAX_DEPTH) and _depth_exceeds(value, MAX_DEPTH):
+    if (text.count("[") + text.count("{") > MAX_DEPTH) and nests_deeper(value, MAX_DEPTH):
         raise _Skip(f"value of {_shown(name)} nests deeper than {MAX_DEPTH} levels")
     if _SURROGATE_ESCAPE.search(text):
         try:

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from dlbench.errors import QueryError, ResultsError
+from dlbench.results.jsontext import loads_json
 from dlbench.results.values import is_number as _is_number
 
 _R = TypeVar("_R", bound=Mapping[str, Any])
@@ -116,7 +117,7 @@ def parse_query(text: str, source: str) -> dict[str, Any]:
     an unknown operator raises ``QueryError``.
     """
     try:
-        query = json.loads(text)
+        query = loads_json(text, source, QueryError)
     except json.JSONDecodeError as exc:
         raise QueryError(
             f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "

@@ -38,6 +38,7 @@ from typing import Any
 
 from dlbench.errors import ResultsError
 from dlbench.results import query_sql
+from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store_read import Reader, Survey
 from dlbench.results.store_write import Writer
 
@@ -81,20 +82,23 @@ class Store:
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
-        if not self.path.exists():
-            if not create:
-                raise ResultsError(f"results store {self.path} does not exist")
+        #: Opened for reading only (``create=False``): nothing is ever written.
+        self.read_only = not create
+        if self.read_only:
+            self._db = connect_read_only(self.path, "results store", _BUSY_TIMEOUT_S)
+        else:
+            if self.path.is_dir():
+                raise ResultsError(
+                    f"results store {self.path} is a directory, not an SQLite file")
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        elif self.path.is_dir():
-            raise ResultsError(f"results store {self.path} is a directory, not an SQLite file")
-        try:
-            # isolation_level=None: we issue BEGIN/COMMIT ourselves so a put is exactly
-            # one transaction, never merged with whatever the module would start.
-            self._db = sqlite3.connect(
-                str(self.path), timeout=_BUSY_TIMEOUT_S, isolation_level=None
-            )
-        except sqlite3.Error as exc:
-            raise ResultsError(f"cannot open results store {self.path}: {exc}") from exc
+            try:
+                # isolation_level=None: we issue BEGIN/COMMIT ourselves so a put is
+                # exactly one transaction, never merged with what the module would start.
+                self._db = sqlite3.connect(
+                    str(self.path), timeout=_BUSY_TIMEOUT_S, isolation_level=None
+                )
+            except sqlite3.Error as exc:
+                raise ResultsError(f"cannot open results store {self.path}: {exc}") from exc
         self._writer = Writer(self._db)
         try:
             self._initialise()
@@ -135,6 +139,9 @@ class Store:
         # The selections of filtered reads are temporary tables: keep them in memory.
         self._db.execute("PRAGMA temp_store = MEMORY")
         tables = self._tables()
+        if not tables and self.read_only:
+            raise ResultsError(f"{self.path} is an SQLite database with no tables, not a "
+                               "dlbench results store")
         if not tables:
             self._create_schema()
         elif "meta" not in tables or "experiments" not in tables:
@@ -149,6 +156,13 @@ class Store:
                 f"reads versions up to {FORMAT_VERSION}: upgrade dlbench"
             )
         if version < FORMAT_VERSION:
+            if self.read_only:
+                # Converting is the one write a reader makes: the old format cannot be
+                # read as it is. The file is reopened for it.
+                self._db.close()
+                self._db = sqlite3.connect(
+                    str(self.path), timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+                self._writer = Writer(self._db)
             self._migrate()
 
     def _create_schema(self) -> None:

@@ -39,6 +39,7 @@ import numpy as np
 
 from dlbench.errors import ResultsError
 from dlbench.results import query_sql
+from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import Store
 from dlbench.results.store_columns import (
     BLOB,
@@ -98,7 +99,7 @@ class StoreArrays:
         # Opening it as a Store checks that it is one and converts an old format.
         with Store(self.path, create=False):
             pass
-        self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+        self._db = connect_read_only(self.path, "results store")
         try:
             query_sql.register(self._db)
             self._db.execute("BEGIN")  # one snapshot for every read below
@@ -342,9 +343,13 @@ class StoreArrays:
 
     def close(self) -> None:
         """End the read transaction and close the connection."""
-        if self._db.in_transaction:
-            self._db.execute("COMMIT")
-        self._db.close()
+        try:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+        except sqlite3.Error:
+            pass  # a read transaction has nothing to keep; a damaged file says so itself
+        finally:
+            self._db.close()
 
     def __enter__(self) -> StoreArrays:
         return self

@@ -110,7 +110,9 @@ def _format_cell(value: Any, floatfmt: str | None, truncate: bool) -> str:
     return text
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """``text`` fit for one cell of a table printed on a terminal: newlines become
+    spaces, other control characters visible escapes (:func:`~dlbench.textsafe.safe_text`)."""
     # A newline inside a cell would break an aligned or pipe table apart; any other
     # control character or escape sequence is shown escaped, never sent to the terminal.
     return safe_text(text.replace("\r", " ").replace("\n", " "))
@@ -150,8 +152,8 @@ def format_table(
     if fmt == "csv":
         return [_csv_line(line) for line in [header_row, *_lines(by_column, len(rows))]]
 
-    header_row = [_one_line(h) for h in header_row]
-    by_column = [cells if "".join(cells).isprintable() else list(map(_one_line, cells))
+    header_row = [one_line(h) for h in header_row]
+    by_column = [cells if "".join(cells).isprintable() else list(map(one_line, cells))
                  for cells in by_column]
     if fmt == "markdown":
         header_row = [h.replace("|", "\\|") for h in header_row]
