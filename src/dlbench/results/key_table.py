@@ -105,6 +105,10 @@ _TIMING = [
     ResultKey("results.failure_kind", "str", "",
               "what ended a failed experiment: oom, exception, signal, exit, timeout, "
               "interrupted", "", "none"),
+    ResultKey("results.throughput_batch_mean", "float", "samples/s",
+              "mean over the timed batches of each one's exp.effective_batch x 1000 / its "
+              "time, in results.throughput_unit (results.throughput is of the mean time)",
+              ".2f", "recomputed"),
 ]
 
 #: Data-parallel runs: one element per replica.
