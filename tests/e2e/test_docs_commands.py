@@ -3,7 +3,9 @@
 ``docs/regenerate --check`` re-runs each page's commands in a fresh directory and
 compares the shape of their output (numbers, times and ids masked) with the page.
 Here only the cheap pages (``CHEAP_PAGES`` in the script: plans, help, the fake
-workload); the others are checked by running the script by hand.
+workload); the others are checked by running the script by hand. The figures in the
+prose of every page (``--figures``: no command runs) are checked against the blocks
+they comment.
 """
 
 from __future__ import annotations
@@ -32,3 +34,11 @@ def test_cheap_pages_match_their_commands() -> None:
     assert done.returncode == 0 and not mismatches, done.stdout + done.stderr
     # the skipped commands are listed with their reason, nothing else is printed
     assert all(": not run (" in ln for ln in done.stdout.splitlines()), done.stdout
+
+
+def test_every_pages_figures_agree_with_the_blocks_they_comment() -> None:
+    # No command runs: each page's <!-- fig: --> figures against its blocks as shown,
+    # so a figure that drifted from its table fails here even on a slow page.
+    done = subprocess.run([sys.executable, str(SCRIPT), "--check", "--figures"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr

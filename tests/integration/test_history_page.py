@@ -65,3 +65,26 @@ def test_an_empty_history_is_an_error_naming_the_metric(
         ["html", "--store", str(store), "--output", str(tmp_path / "x.html")], capsys)
     assert status == 2 and "--metric results.throughput: no ok record" in err
     assert not (tmp_path / "x.html").exists()
+
+
+def _ylabels(text: str) -> list[str]:
+    return re.findall(r'<text class="label ylabel"[^>]*transform="rotate\(-90\)"[^>]*>([^<]*)<',
+                      text)
+
+
+def test_the_y_axis_names_the_metric_and_the_unit_the_records_state() -> None:
+    rows = []
+    for night in range(6):
+        record = nightly_record("resnet50", night, 100.0 + night, "2.3.0")
+        record["results.throughput_unit"] = "images/s"
+        rows.append(history_row(record, run_id=f"r{night}", run_time=f"2024-01-{night + 1:02d}"))
+    # the throughput in the unit the records state; the time in the key's declared unit
+    assert _ylabels(render_history_page(analyse_history(rows))) == [
+        "results.throughput (images/s)"]
+    assert _ylabels(render_history_page(analyse_history(rows, metric="results.time"))) == [
+        "results.time (ms)"]
+    # a record that states no unit counts samples/s (an imported DLBS log)
+    for row in rows:
+        del row.results["results.throughput_unit"]
+    assert _ylabels(render_history_page(analyse_history(rows))) == [
+        "results.throughput (samples/s)"]

@@ -35,6 +35,10 @@ def test_fake_step_of_20_ms_measures_20_ms(tmp_path: Path) -> None:
     assert 20.0 <= record["results.time"] < 20.0 * 1.5
     assert len(record["results.time_data"]) == 15
     assert record["results.throughput"] == pytest.approx(4 * 1000 / record["results.time"])
+    # the other mean: of each batch's own throughput, from the same batch times
+    per_batch = [4 * 1000 / t for t in record["results.time_data"]]
+    assert record["results.throughput_batch_mean"] == pytest.approx(sum(per_batch) / 15)
+    assert record["results.throughput_batch_mean"] >= record["results.throughput"]
     assert record["results.num_batches"] == 15
 
 

@@ -198,3 +198,13 @@ def test_the_config_layer_never_branches_on_a_framework_s_name() -> None:
             if found and not own & {found.group(1), found.group(2)}:
                 offenders.append(f"{path.relative_to(SRC)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_the_frameworks_page_lists_each_frameworks_phases_as_declared() -> None:
+    # docs/frameworks.md's first table: | `id` | install | phases | models | replicas |
+    text = (Path(__file__).resolve().parents[2] / "docs" / "frameworks.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| [^|]* \| ([^|]*) \|", text, re.M)
+    shown = {fid: [re.sub(r"\s*\(.*\)", "", p).strip() for p in phases.split(",")]
+             for fid, phases in rows}
+    declared = {info.id: list(info.phases) for info in DECLARATIONS if info.id in shown}
+    assert declared and shown == declared

@@ -102,3 +102,15 @@ def test_repeats_recompute_the_throughput_from_the_combined_time() -> None:
     assert out["results.mfu"] == pytest.approx(0.1)
     assert out["results.num_batches"] == 4
     assert out["results.repeat_times"] == [10.0, 30.0]
+
+
+def test_the_mean_over_batches_stays_one_over_every_batch() -> None:
+    # Batch 8: process 1 at 10 and 20 ms (800 and 400/s: mean 600), process 2 at 40 ms
+    # (200/s). Over the three batches (800 + 400 + 200) / 3 = 466.67, not (600 + 200) / 2;
+    # copies, running at once, add theirs up: 600 + 200.
+    first = _process(15.0, [10.0, 20.0], **{"results.throughput_batch_mean": 600.0})
+    second = _process(40.0, [40.0], **{"results.throughput_batch_mean": 200.0})
+    repeats = combine_results([first, second], REPEATS)
+    assert repeats["results.throughput_batch_mean"] == pytest.approx(1400 / 3)
+    copies = combine_results([first, second], COPIES, devices=1)
+    assert copies["results.throughput_batch_mean"] == pytest.approx(800.0)

@@ -13,6 +13,8 @@ from dlbench.measure.stats import (
     median_ci95_half_width,
     sample_std,
     summarize_times,
+    throughput,
+    throughput_batch_mean,
 )
 
 
@@ -31,6 +33,23 @@ def test_summary_of_five_times_by_hand() -> None:
     assert s["results.time_p95"] == pytest.approx(8.8)
     assert s["results.time_p99"] == pytest.approx(9.76)
     assert s["results.ci95"] == pytest.approx(6.353)
+
+
+def test_two_means_of_throughput_by_hand() -> None:
+    # batch 8 at 4, 5 and 8 ms: per-batch throughputs 2000, 1600 and 1000 samples/s,
+    # their mean 4600 / 3 = 1533.33...; the mean time is 17 / 3 ms, and
+    # results.throughput = 8 * 1000 / (17 / 3) = 24000 / 17 = 1411.76...
+    times = [4.0, 5.0, 8.0]
+    assert throughput_batch_mean(8, times) == pytest.approx(4600 / 3)
+    assert throughput(8, sum(times) / 3) == pytest.approx(24000 / 17)
+    # equal batch times: both are the same
+    assert throughput_batch_mean(8, [4.0, 4.0]) == pytest.approx(2000.0)
+
+
+@pytest.mark.parametrize("times", [[], [4.0, 0.0], [-1.0]])
+def test_throughput_batch_mean_refuses_no_or_non_positive_times(times: list[float]) -> None:
+    with pytest.raises(ValueError):
+        throughput_batch_mean(8, times)
 
 
 def _process(times: list[float], **extra: Any) -> dict[str, Any]:

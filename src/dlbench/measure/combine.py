@@ -142,10 +142,23 @@ def _samples_per_joule(processes: Sequence[Mapping[str, Any]]) -> Any:
     return samples / energy if energy else None
 
 
+def _batch_weighted_mean(name: str, processes: Sequence[Mapping[str, Any]]) -> Any:
+    """A mean over batches, of every process's batches together: each process's own
+    mean weighted by its number of timed batches."""
+    values = _numbers([p.get(name) for p in processes])
+    counts = [len(t) if isinstance(t := p.get("results.time_data"), list) else 0
+              for p in processes]
+    if values is None or not all(counts):
+        return None
+    return math.fsum(v * n for v, n in zip(values, counts, strict=True)) / sum(counts)
+
+
 def _recomputed(name: str, processes: Sequence[Mapping[str, Any]],
                 combined: Mapping[str, Any], devices: int) -> Any:
     if name in ("results.throughput", "results.tflops"):
         return _scaled_by_time(name, processes, combined)
+    if name == "results.throughput_batch_mean":
+        return _batch_weighted_mean(name, processes)
     if name in ("results.ci95", "results.ci95_rel"):
         return _between_processes(name, processes, combined)
     if name == "results.mfu":
@@ -158,7 +171,8 @@ def _recomputed(name: str, processes: Sequence[Mapping[str, Any]],
 #: The keys declared ``recomputed`` on some axis, each computed by
 #: :func:`_recomputed` after every other key is combined.
 _RECOMPUTED = frozenset({"results.throughput", "results.tflops", "results.ci95",
-                         "results.ci95_rel", "results.mfu", "results.use.samples_per_joule"})
+                         "results.ci95_rel", "results.mfu", "results.use.samples_per_joule",
+                         "results.throughput_batch_mean"})
 
 
 def combine_results(

@@ -29,7 +29,9 @@ from typing import Any
 
 import dlbench
 from dlbench.report.changepoint import segment_means
+from dlbench.report.charts import axis_label
 from dlbench.report.history_changes import Change, HistoryAnalysis, Series
+from dlbench.report.series import unit_of
 from dlbench.results.io import write_atomically
 
 #: Environment keys named in a dot's tooltip, when the record has them.
@@ -40,7 +42,8 @@ TOOLTIP_KEYS = (
 )
 
 _WIDTH, _HEIGHT = 760, 230
-_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 12, 12, 34
+#: The left margin holds the y axis's numbers and, turned upright, its label.
+_LEFT, _RIGHT, _TOP, _BOTTOM = 84, 12, 12, 34
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
@@ -147,6 +150,12 @@ def _change_title(analysis: HistoryAnalysis, series: Series, change: Change) -> 
     ])
 
 
+def y_label(metric: str, series: Series) -> str:
+    """The y axis's label: the metric and its unit, ``results.throughput
+    (images/s)``, ``results.time (ms)``; the metric alone for a pure number."""
+    return axis_label(metric, unit_of(series.points[-1].row.results, metric))
+
+
 def _chart(analysis: HistoryAnalysis, series: Series) -> str:
     """One series as an SVG chart (see the module's description)."""
     values = [p.value for p in series.points]
@@ -173,6 +182,11 @@ def _chart(analysis: HistoryAnalysis, series: Series) -> str:
         f'<line class="axis" x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_WIDTH - _RIGHT}" '
         f'y2="{_TOP + plot_h}"/>',
     ]
+    # The unit the records state (results.throughput_unit for a throughput), as the
+    # charts of `dlbench plot` name it; the latest run's, as the page's heading.
+    label = y_label(analysis.metric, series)
+    parts.append(f'<text class="label ylabel" x="{-(_TOP + plot_h / 2):.1f}" y="14" '
+                 f'transform="rotate(-90)" text-anchor="middle">{_esc(label)}</text>')
     for value in (low + pad, (low + high) / 2, high - pad):
         parts.append(f'<text class="label" x="{_LEFT - 6}" y="{y(value) + 4:.1f}" '
                      f'text-anchor="end">{_esc(_num(value))}</text>')

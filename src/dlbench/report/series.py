@@ -43,7 +43,7 @@ AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
 _SEPARATE = ("exp.model", *SEPARATE_BY)
 
 #: Results counted per second in ``results.throughput_unit`` (samples, tokens, steps).
-_RATE_KEYS = ("results.throughput",)
+_RATE_KEYS = ("results.throughput", "results.throughput_batch_mean")
 
 #: Results proportional to samples per second: their 95 % CI is the transform of the
 #: CI of the mean batch time, ``results.ci95_rel``.

@@ -123,6 +123,10 @@ _TIMING = [
     ResultKey("results.loss_data", "list[float]", "",
               "every training step's loss, warm-up steps first, in order (Mila's "
               "batch_loss; training only)", "", "none"),
+    ResultKey("results.throughput_batch_mean", "float", "samples/s",
+              "mean over the timed batches of each one's exp.effective_batch x 1000 / its "
+              "time, in results.throughput_unit (results.throughput is of the mean time)",
+              ".2f", "sum", better="higher", repeats="recomputed"),
 ]
 
 #: Data-parallel runs: one element per replica.

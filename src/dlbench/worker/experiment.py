@@ -26,7 +26,13 @@ from dlbench.measure.monitor import ResourceMonitor
 from dlbench.measure.peak import lookup_peak
 from dlbench.measure.scenario import run_scenario
 from dlbench.measure.stability import verdict
-from dlbench.measure.stats import rank_results, step_times, summarize_times, throughput
+from dlbench.measure.stats import (
+    rank_results,
+    step_times,
+    summarize_times,
+    throughput,
+    throughput_batch_mean,
+)
 from dlbench.measure.sysinfo import host_info, split_cores
 from dlbench.measure.timing import AutoStop, AutoWarmup, Marker, Timing, run_batches
 from dlbench.results.logfile import LOG_FILE_ENV, LogWriter
@@ -120,6 +126,8 @@ def _results(
     unit, per_sample = backend.throughput_unit()
     samples_per_second = throughput(int(params["exp.effective_batch"]), results["results.time"])
     results["results.throughput"] = samples_per_second * per_sample
+    results["results.throughput_batch_mean"] = per_sample * throughput_batch_mean(
+        int(params["exp.effective_batch"]), times_ms)
     results["results.throughput_unit"] = unit
     # After the timed batches: the count builds the model on PyTorch's meta device.
     flop_figures, note = flop_results(params, backend.flops_per_sample(),
