@@ -24,6 +24,7 @@ from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
 from dlbench.launch.cgroups import own_cgroup1_memory_dir, own_cgroup2_dir
+from dlbench.measure.peak import checked_mfu
 from dlbench.measure.stats import mean, summarize_times
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
 
@@ -254,7 +255,15 @@ def copies_outcome(
     with ``memory_notes[k]`` when it ran out of its memory share)."""
     failed = [k for k, c in enumerate(copies) if c.get("exp.status") != "ok"]
     if not failed:
-        return combine_copies(experiment, copies, mechanism)
+        combined = combine_copies(experiment, copies, mechanism)
+        for key in ("results.mfu_peak_tflops", "results.mfu_peak_source"):
+            if key in copies[0]:  # which peak the node's MFU is relative to
+                combined.setdefault(key, copies[0][key])
+        notes = [c["results.mfu_note"] for c in copies if c.get("results.mfu_note")]
+        if notes:  # a copy's MFU above 1 was not recorded: neither is the node's
+            combined.update({"results.mfu": None, "results.mfu_note": notes[0]})
+        combined.update(checked_mfu(combined))
+        return combined
     index = first_failed if first_failed in failed else failed[0]
     copy = copies[index]
     record = {k: v for k, v in copy.items() if not k.startswith("results.")}

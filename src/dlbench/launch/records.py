@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.measure.ncu import summarize_ncu_file
+from dlbench.measure.peak import checked_mfu
 from dlbench.measure.stability import repeat_verdict
 from dlbench.measure.stats import combine_repeats
 from dlbench.results.logfile import LINE_RE, LogWriter
@@ -174,6 +175,9 @@ def combine_processes(
     record = {k: v for k, v in first.items() if not k.startswith("results.")}
     record.update(experiment)
     record.update(combine_repeats(processes))
+    if first.get("results.mfu_note"):  # the first process's MFU above 1 was not recorded
+        record["results.mfu_note"] = first["results.mfu_note"]
+    record.update(checked_mfu(record))
     record.update(repeat_verdict(experiment, processes, record.get("results.repeat_cv")))
     record["results.repeat_log_files"] = [str(p["exp.log_file"]) for p in processes]
     record["results.end_time"] = processes[-1].get("results.end_time")

@@ -105,6 +105,9 @@ _TIMING = [
     ResultKey("results.failure_kind", "str", "",
               "what ended a failed experiment: oom, exception, signal, exit, timeout, "
               "interrupted", "", "none"),
+    ResultKey("results.mfu_note", "str", "",
+              "why results.mfu is null though a peak was found: it came out above 1, so the "
+              "peak (results.mfu_peak_source) is wrong", "", "first"),
 ]
 
 #: Data-parallel runs: one element per replica.
