@@ -57,3 +57,9 @@ class UsageError(DlbenchError):
 class PathError(DlbenchError):
     """A path given on the command line or in a parameter cannot be used: a file where
     a directory is needed, a directory where a file is, or no permission."""
+
+
+class MeasurementRefused(DlbenchError):
+    """A measurement that cannot be what it claims to be (``dlbench peak`` under CPU
+    contention, far below the peak already saved) is not stored; the message says why
+    and which flag stores it anyway."""

@@ -29,8 +29,10 @@ def test_peak_measures_and_stores(
     dlbench: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DLBENCH_HOME", str(tmp_path / "home"))
+    # --force: this machine may be shared, and a contended measurement is refused
+    # (tests/unit/test_peak_refusal.py injects one).
     done = dlbench("peak", "--gpus", "", "--seconds", "0.2", "--size", "256",
-                   "--format", "json")
+                   "--format", "json", "--force")
     assert done.returncode == 0, done.stderr
     (entry,) = json.loads(done.stdout)
     assert entry["device_type"] == "cpu" and entry["matmul_size"] == 256
@@ -38,6 +40,7 @@ def test_peak_measures_and_stores(
     assert 0.1 < entry["memory_gbps"] < 10_000  # GB/s
     stored = json.loads((tmp_path / "home" / "peaks.json").read_text())
     assert stored["devices"][entry["device"]]["tflops"] == entry["tflops"]
+    assert entry["threads"] >= 1 and entry["cpu_share"]["float32"] > 0
 
     text = dlbench("peak", "--gpus", "", "--seconds", "0.1", "--size", "128", "--no-save")
     assert text.returncode == 0, text.stderr

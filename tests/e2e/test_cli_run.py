@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dlbench.results.store import Store
+from dlbench.results.text_table import format_number
 from tests.conftest import CliRunner
 
 FAKE = ["-P", "exp.framework=fake", "-P", "exp.num_warmup_batches=1"]
@@ -219,3 +220,38 @@ def test_pytorch_resnet18_reduced_size_trains(dlbench: CliRunner, tmp_path: Path
     (record,) = _store_rows(tmp_path / "out").values()
     assert record["exp.status"] == "ok"
     assert record["sys.model_params"] == 11_689_512
+
+
+@pytest.mark.slow
+def test_a_sweep_with_a_run_to_accuracy_ends_prints_its_table_and_resumes(
+        dlbench: CliRunner, tmp_path: Path) -> None:
+    # A run to a target accuracy records no throughput: the sweep goes on past it, its
+    # line and the table show the time to target, and a rerun keeps both records.
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    args = ("run", "-P", "exp.model=deep_mnist", "-P", "exp.image_size=8",
+            "-P", "exp.replica_batch=64", "-V", 'exp.phase=["train_to_accuracy","training"]',
+            "-P", "exp.target_accuracy=0.01", "-P", "exp.max_epochs=1",
+            "-P", "exp.num_batches=1", "-P", "exp.num_warmup_batches=1",
+            "-P", "monitor.frequency=0", "--out", "out")
+    first = dlbench(*args)
+    assert first.returncode == 0, first.stderr
+    assert "1/2 ok          exp.phase=train_to_accuracy: time to target " in first.stderr
+    assert "(accuracy " in first.stderr and "after 1 epoch)" in first.stderr
+    assert "2/2 ok          exp.phase=training: " in first.stderr
+    assert "images/s" in first.stderr
+    records = {r["exp.phase"]: r for r in _store_rows(tmp_path / "out").values()}
+    assert records["train_to_accuracy"].get("results.throughput") is None
+    assert records["train_to_accuracy"]["results.accuracy_reached"] is True
+    (head,) = [line for line in first.stdout.splitlines() if "throughput" in line]
+    rows = [line for line in first.stdout.splitlines() if line.startswith("deep_mnist")]
+    assert "to target (s)" in head and "accuracy" in head
+    assert rows[0].split()[1] == "train_to_accuracy"
+    reached = records["train_to_accuracy"]
+    assert rows[0].split()[-2:] == [format_number(float(reached[k])) for k in  # type: ignore[arg-type]
+                                    ("results.time_to_target", "results.accuracy_final")]
+    second = dlbench(*args)
+    assert second.returncode == 0, second.stderr
+    assert second.stderr.count("ok (kept)") == 2
+    assert "exp.phase=train_to_accuracy: time to target " in second.stderr
+    assert "train_to_accuracy" in second.stdout

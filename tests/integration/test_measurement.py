@@ -144,7 +144,28 @@ def test_mfu_from_a_stored_peak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert record["results.mfu"] == pytest.approx(record["results.tflops"] / 0.4)
     assert 0.4 < record["results.mfu"] <= 0.51  # 0.5 at exactly 20 ms; less if preempted
     assert record["results.mfu_peak_tflops"] == 0.4
-    assert record["results.mfu_peak_source"] == "measured 2025-01-01 on fake"
+    assert record["results.mfu_peak_source"] == (
+        "dlbench peak: fake float32, measured 2025-01-01T00:00:00")
+    assert "results.mfu_note" not in record
+
+
+def test_an_mfu_above_one_is_not_recorded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ~0.2 TFLOP/s (as above) against a stored peak of 0.05: an MFU of ~4 says the peak
+    # is wrong, and the record says so instead of holding it.
+    monkeypatch.setenv("DLBENCH_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "peaks.json").write_text(json.dumps({"version": 1, "devices": {
+        "fake": {"device": "fake", "measured": "2025-01-01T00:00:00",
+                 "tflops": {"float32": 0.05}}}}))
+    record = _run(_experiment(tmp_path, "fake.step_ms=20", "exp.replica_batch=4",
+                              "fake.flops_per_sample=1e9", "exp.num_batches=5"))
+    assert record["results.tflops"] > 0.05
+    assert record["results.mfu"] is None
+    assert record["results.mfu_peak_tflops"] == 0.05
+    assert record["results.mfu_note"].startswith(
+        f"{record['results.tflops']:.4g} TFLOP/s is above the peak 0.05 TFLOP/s "
+        f"(dlbench peak: fake float32, measured 2025-01-01T00:00:00), MFU ")
 
 
 def test_energy_from_rapl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

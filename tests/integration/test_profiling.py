@@ -45,7 +45,7 @@ def test_profiled_resnet18_training_has_a_trace_top_ops_and_exact_memory(
     assert "aten::convolution_backward" in {op["name"] for op in top}
     assert 0 < record["results.profile.busy_ms"] <= record["results.profile.wall_ms"]
     assert 0 < record["results.profile.utilization"] <= 1
-    assert record["results.profile.utilization_basis"] == "cpu_operators"
+    assert record["results.profile.utilization_basis"] == "cpu_time"
     # resnet18 with 1000 classes: 11,689,512 float32 parameters; SGD keeps one
     # momentum buffer per parameter.
     params = record["sys.model_params"]

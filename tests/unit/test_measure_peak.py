@@ -51,7 +51,8 @@ def test_lookup_prefers_a_measured_peak(tmp_path: Path) -> None:
     save_peak({"device": "NVIDIA H100 80GB HBM3", "measured": "2025-06-01T10:00:00+00:00",
                "tflops": {"bfloat16": 700.0}}, path)
     assert lookup_peak("NVIDIA H100 80GB HBM3", "bfloat16", path=path) == Peak(
-        700.0, "measured 2025-06-01 on NVIDIA H100 80GB HBM3")
+        700.0, "dlbench peak: NVIDIA H100 80GB HBM3 bfloat16, measured "
+               "2025-06-01T10:00:00+00:00")
     # A dtype not measured falls back to the datasheet; one in neither has no peak.
     assert lookup_peak("NVIDIA H100 80GB HBM3", "float32", path=path) == Peak(
         67.0, "datasheet: NVIDIA H100 SXM float32 dense")
@@ -62,9 +63,9 @@ def test_lookup_prefers_a_measured_peak(tmp_path: Path) -> None:
 def test_a_cpu_is_looked_up_by_model(tmp_path: Path) -> None:
     path = tmp_path / "peaks.json"
     save_peak({"device": "Some CPU", "measured": "2025-01-02T00:00:00",
-               "tflops": {"float32": 2.0}}, path)
+               "tflops": {"float32": 2.0}, "matmul_size": 2048}, path)
     assert lookup_peak("cpu", "float32", cpu_model="Some CPU", path=path) == Peak(
-        2.0, "measured 2025-01-02 on Some CPU")
+        2.0, "dlbench peak: Some CPU float32, measured 2025-01-02T00:00:00, n=2048")
     assert lookup_peak("cpu", "float32", cpu_model=None, path=path) is None
 
 

@@ -50,6 +50,12 @@ def test_other_plan_checks_of_the_new_phase_and_auto_batch() -> None:
         plan("exp.model=toy", "exp.phase=train_to_accuracy")
     with pytest.raises(ConfigError, match=r"exp.target_accuracy=1.5 .*must be in \(0, 1\]"):
         plan("exp.model=deep_mnist", "exp.phase=train_to_accuracy", "exp.target_accuracy=1.5")
+    for name in ("exp.repeat", "exp.parallel_jobs"):
+        with pytest.raises(ConfigError) as error:
+            plan("exp.model=deep_mnist", "exp.phase=train_to_accuracy", f"{name}=2")
+        assert str(error.value) == (
+            f"{name}=2 (from -P flag): runs to a target accuracy are not combined across "
+            f"processes yet; use {name}=1 (exp.phase='train_to_accuracy' (from -P flag))")
     with pytest.raises(ConfigError, match="probes batches in one worker"):
         plan("exp.framework=fake", "exp.model=toy", "exp.replica_batch=auto",
              "exp.num_local_replicas=2")

@@ -35,7 +35,7 @@ def rec(ops: list[dict[str, Any]] | None = None, batches: int = 2, **extra: Any
         "exp.status": "ok", "exp.framework": "pytorch", "exp.model": "toy",
         "exp.phase": "training", "exp.replica_batch": 16, "exp.effective_batch": 16,
         "results.throughput": 100.0, "results.profile.batches": batches,
-        "results.profile.utilization_basis": "cpu_operators",
+        "results.profile.utilization_basis": "cpu_time",
     }
     if ops is not None:
         record["results.profile.top_ops"] = ops

@@ -3,7 +3,8 @@
 ``exp.profile=torch``: ``torch.profiler`` with CPU activities (and CUDA on a GPU),
 shapes and memory recorded, exported as a Chrome/Perfetto trace (``.trace.json.gz``,
 which chrome://tracing and ui.perfetto.dev open); the record gets the top operators
-by self time and the compute utilisation (:mod:`dlbench.measure.profile_summary`).
+by self time and, on a GPU, the compute utilisation
+(:mod:`dlbench.measure.profile_summary`; on the CPU the worker measures it).
 
 ``exp.profile=nsys|ncu``: the worker already runs under the tool
 (:mod:`dlbench.launch.command`); the window is ``cudaProfilerStart``/``Stop``, which
@@ -81,11 +82,12 @@ class Window:
         intervals = [(e.time_range.start, e.time_range.end) for e in self.profiler.events()
                      if e.device_type == wanted]
         busy = busy_ms(intervals)
-        return {
+        results: dict[str, Any] = {
             "results.profile.trace": path,
             "results.profile.top_ops": top_operators(operators, wall_ms, self.top, on_device),
             "results.profile.busy_ms": busy,
-            "results.profile.utilization": busy / wall_ms if wall_ms > 0 else None,
-            "results.profile.utilization_basis": "device_kernels" if on_device
-            else "cpu_operators",
         }
+        if on_device:  # on the CPU the worker measures it from CPU time (worker/extras.py)
+            results["results.profile.utilization"] = busy / wall_ms if wall_ms > 0 else None
+            results["results.profile.utilization_basis"] = "device_kernels"
+        return results

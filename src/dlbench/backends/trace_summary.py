@@ -16,8 +16,8 @@ to when the event says. This module needs no framework:
 - :func:`self_operator_times`: each operator's self time (an operator nested in
   another on the same line is subtracted from its parent) and call count, summed
   by name, as :class:`dlbench.measure.profile_summary.OperatorTime`;
-- :func:`summarize`: ``results.profile.top_ops``, ``busy_ms``, ``utilization`` and
-  its basis, with the functions PyTorch's window uses;
+- :func:`summarize`: ``results.profile.top_ops``, ``busy_ms`` and, on a device,
+  ``utilization`` and its basis, with the functions PyTorch's window uses;
 - :func:`new_traces`: the ``*.xplane.pb`` files a window wrote into a directory that
   may hold earlier windows' (a repeated experiment writes next to the same log).
 """
@@ -149,17 +149,19 @@ def summarize(
     on_device: bool,
 ) -> dict[str, Any]:
     """``results.profile.*`` of a window whose steps took ``wall_ms``: the ``top``
-    operators by self time, and the time ``busy`` events (kernels on a device,
-    operators on the CPU) covered, overlaps once, over the wall time."""
+    operators by self time, the time ``busy`` events (kernels on a device,
+    operators on the CPU) covered, overlaps once, and on a device that time over the
+    wall time (on the CPU the worker's CPU time gives the utilisation)."""
     covered = busy_ms((e.start_us, e.end_us) for e in busy)
-    return {
+    results: dict[str, Any] = {
         "results.profile.top_ops": top_operators(
             self_operator_times(operators, on_device), wall_ms, top, on_device),
         "results.profile.busy_ms": covered,
-        "results.profile.utilization": covered / wall_ms if wall_ms > 0 else None,
-        "results.profile.utilization_basis": "device_kernels" if on_device
-        else "cpu_operators",
     }
+    if on_device:  # on the CPU the worker measures it from CPU time (worker/extras.py)
+        results["results.profile.utilization"] = covered / wall_ms if wall_ms > 0 else None
+        results["results.profile.utilization_basis"] = "device_kernels"
+    return results
 
 
 def new_traces(directory: Path, before: set[Path]) -> list[Path]:

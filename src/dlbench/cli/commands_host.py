@@ -8,9 +8,16 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.errors import ConfigError, DlbenchError
+from dlbench.errors import ConfigError, DlbenchError, MeasurementRefused
 from dlbench.measure.nvml import load_nvml
-from dlbench.measure.peak import PEAK_DTYPES, peaks_path, save_peak
+from dlbench.measure.peak import (
+    PEAK_DTYPES,
+    load_peaks,
+    peak_problems,
+    peaks_path,
+    save_peak,
+    size_problem,
+)
 from dlbench.measure.peak_pytorch import measure_device
 from dlbench.measure.sysinfo import host_info, pytorch_info
 
@@ -105,13 +112,26 @@ def peak(args: argparse.Namespace) -> int:
         raise DlbenchError("dlbench peak needs PyTorch (pip install torch)") from None
     if args.seconds <= 0:
         raise ConfigError(f"--seconds {args.seconds:g}: must be positive")
-    entries = []
-    for device in _devices(args.gpus):
-        dtypes = _dtypes(names, "cpu" if device == "cpu" else "cuda")
-        entry = measure_device(device, dtypes, args.seconds, size=args.size)
-        if not args.no_save:
+    devices = _devices(args.gpus)
+    kinds = {"cpu" if device == "cpu" else "cuda" for device in devices}
+    for kind in sorted(kinds) if args.size is not None else ():
+        # Before measuring: a size that cannot measure the device wastes the run.
+        problem = size_problem(args.size, kind)
+        if problem and (args.size < 1 or not (args.force or args.no_save)):
+            raise ConfigError(f"--size {args.size}: {problem}"
+                              f"{'' if args.size < 1 else '; --force saves it anyway'}")
+    entries = [measure_device(device, _dtypes(names, "cpu" if device == "cpu" else "cuda"),
+                              args.seconds, size=args.size) for device in devices]
+    if not args.no_save:
+        saved = load_peaks()
+        problems = [f"{entry['device']}: {problem}" for entry in entries
+                    for problem in peak_problems(entry, saved.get(str(entry["device"])))]
+        if problems and not args.force:
+            # A saved peak is every later MFU's denominator: nothing is saved.
+            raise MeasurementRefused(f"peak not saved: {'; '.join(problems)}; measure again "
+                                     f"on a quiet machine, or --force saves it anyway")
+        for entry in entries:
             save_peak(entry)
-        entries.append(entry)
     if args.format == "json":
         print(json.dumps(entries, indent=1))
         return 0

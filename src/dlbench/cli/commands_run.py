@@ -32,7 +32,12 @@ RESULT_HEADERS = {
     "results.time_std": "sd (ms)",
     "results.throughput": "throughput",
     "results.throughput_unit": "unit",
+    "results.time_to_target": "to target (s)",
+    "results.accuracy_final": "accuracy",
 }
+#: Columns shown only when a record has them: exp.phase=train_to_accuracy has no
+#: throughput, and is summed up by these.
+OPTIONAL_RESULT_COLUMNS = ["results.time_to_target", "results.accuracy_final"]
 
 
 def planned_experiments(
@@ -181,7 +186,9 @@ def run(args: argparse.Namespace) -> int:
         runner.close()
     records = [o.record for o in result.outcomes]
     if records:  # stopped before any experiment ended: no table, not an empty one
-        columns = [*_parameter_columns(records), *RESULT_COLUMNS]
+        optional = [c for c in OPTIONAL_RESULT_COLUMNS
+                    if any(r.get(c) is not None for r in records)]
+        columns = [*_parameter_columns(records), *RESULT_COLUMNS, *optional]
         headers = [RESULT_HEADERS.get(c, c) for c in columns]
         print()
         for line in format_table(records, columns, headers):

@@ -262,6 +262,9 @@ def _add_peak(sub: Subparsers) -> None:
                       help="matmul size (default 2048 on CPU, 8192 on GPU)")
     peak.add_argument("--no-save", action="store_true",
                       help="print only; do not update the peaks file")
+    peak.add_argument("--force", action="store_true",
+                      help="save even a peak that cannot be the device's: measured under CPU "
+                           "contention, far below the one saved, or of too small a --size")
     add_format(peak, format_choices(REPORT_FORMATS, "text", "json"),
                "lines per device (text) or json")
     peak.set_defaults(handler=_lazy("commands_host", "peak"))

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dlbench.results.text_table import experiment_label
+from dlbench.results.text_table import MISSING, experiment_label, format_number
+from dlbench.results.values import is_number
 from dlbench.textsafe import safe_text
 
 if TYPE_CHECKING:
@@ -30,6 +31,32 @@ def stability_note(record: Mapping[str, Any], shown: int = 2) -> str:
     text = "; ".join(map(str, reasons[:shown]))
     more = len(reasons) - shown
     return f" (unstable: {text}{f'; {more} more' if more > 0 else ''})" if reasons else ""
+
+
+def headline(record: Mapping[str, Any]) -> str:
+    """The figure an ok experiment is summed up by, from what its record has: the
+    throughput and its unit (``9.92 images/s``); for exp.phase=train_to_accuracy,
+    which has no throughput, the time to target or the accuracy reached
+    (``time to target 3.41 s (accuracy 0.933 after 3 epochs)``, ``target 0.9 not
+    reached: accuracy 0.62 after 8 epochs``); ``-`` when it has neither (an ok record
+    holds no promise of either key: a partial log, an older or hand-written record)."""
+    throughput = record.get("results.throughput")
+    if is_number(throughput):
+        unit = record.get("results.throughput_unit") or "samples/s"
+        return f"{float(throughput):.2f} {unit}"
+    final = record.get("results.accuracy_final")
+    if not is_number(final):
+        return MISSING
+    curve = record.get("results.accuracy_curve")
+    epochs = len(curve) if isinstance(curve, list) else None
+    after = f" after {epochs} epoch{'s' if epochs != 1 else ''}" if epochs else ""
+    accuracy = f"accuracy {format_number(float(final))}{after}"
+    to_target = record.get("results.time_to_target")
+    if is_number(to_target):
+        return f"time to target {format_number(float(to_target))} s ({accuracy})"
+    target = record.get("exp.target_accuracy")
+    shown = f" {format_number(float(target))}" if is_number(target) else ""
+    return f"target{shown} not reached: {accuracy}"
 
 
 def _format_duration(seconds: float) -> str:
@@ -90,8 +117,7 @@ class Progress:
         r = outcome.record
         label = self.label(r)
         if outcome.status == "ok":
-            unit = r.get("results.throughput_unit") or "samples/s"
-            detail = f"{float(r['results.throughput']):.2f} {unit}{stability_note(r)}"
+            detail = headline(r) + stability_note(r)
         else:
             detail = str(r.get("exp.status_msg", ""))
             if len(detail) > self.DETAIL_WIDTH:  # the whole message is in the record

@@ -29,6 +29,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from dlbench.measure.peak import checked_mfu
 from dlbench.measure.stats import mean, sample_std, summarize_times, t_quantile_975
 from dlbench.results.keys import KEY_PREFIXES, lookup
 from dlbench.results.values import is_number
@@ -224,6 +225,8 @@ def combine_results(
             value = pooled.get(name)
         if value is not None:
             combined[name] = value
+    # An MFU above 1 is a wrong peak, whether one process's or the combination's.
+    combined.update(checked_mfu(combined))
     return combined
 
 

@@ -7,10 +7,18 @@ per-user JSON file keyed by device name (:func:`peaks_path`). Workers then repor
 peak measured on this machine first, else the vendor's datasheet figure
 (:data:`DATASHEET`), else no MFU.
 
+A saved peak is the denominator of every later MFU, so a figure that cannot be the
+device's is not saved (:func:`peak_problems`): one measured while the process did not
+get the CPU time its threads could use (:func:`contention_problem`, on the CPU), one far
+below the peak already saved for that device and dtype (:func:`drop_problem`), one of a
+matmul too small to measure the device (:func:`size_problem`). An MFU above 1 is not
+recorded either (:func:`model_flops_utilization`): it says the peak is wrong.
+
 This module imports no framework. Example::
 
     entry = measure_device("cpu", ["float32"], seconds=2)
-    save_peak(entry)
+    if not peak_problems(entry, load_peaks().get(entry["device"])):
+        save_peak(entry)
     lookup_peak("cpu", "float32", cpu_model=entry["device"])  # Peak(tflops=..., source=...)
 """
 
@@ -19,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +44,17 @@ PEAK_DTYPES = ("float32", "tf32", "float16", "bfloat16")
 DEFAULT_SIZE = {"cpu": 2048, "cuda": 8192}
 #: Default copy size: well beyond any last-level cache (H100 L2 is 50 MiB).
 DEFAULT_COPY_MIB = {"cpu": 256, "cuda": 1024}
+#: Smallest matmul side whose time is the device's arithmetic rather than the call's
+#: overhead (a 256³ matmul is 34 MFLOP: tens of microseconds on a GPU, where a launch
+#: is several; 1024³ is 2.1 GFLOP).
+MIN_SIZE = {"cpu": 256, "cuda": 1024}
+#: A CPU matmul whose process ran less than this share of the time its threads could
+#: have (CPU time over wall time x threads) shared the CPUs with something else. An
+#: idle machine keeps every BLAS thread busy for the whole of a large matmul.
+MIN_CPU_SHARE = 0.75
+#: A new peak below this share of the one saved for the device and dtype is refused:
+#: a device does not lose half its arithmetic; a loaded machine or a wrong setting does.
+MIN_SHARE_OF_SAVED = 0.5
 
 
 @dataclass(frozen=True)
@@ -143,6 +163,80 @@ def save_peak(entry: dict[str, Any], path: Path | None = None) -> Path:
     return path
 
 
+def size_problem(size: int, kind: str) -> str | None:
+    """Why a ``size``-sided matmul cannot measure a ``kind`` (``cpu``, ``cuda``)
+    device's peak, or None: a size of 0 or less is no matmul, one below
+    :data:`MIN_SIZE` times the call more than the arithmetic."""
+    if size < 1:
+        return f"a {size}x{size} matmul does no arithmetic"
+    least = MIN_SIZE.get(kind, MIN_SIZE["cpu"])
+    if size < least:
+        return (f"a {size}x{size} matmul is too small to measure the device: its time is "
+                f"mostly the call's (at least {least} on {kind}; default "
+                f"{DEFAULT_SIZE.get(kind, DEFAULT_SIZE['cpu'])})")
+    return None
+
+
+def _tflops(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry's TFLOP/s by dtype; empty when it has none (a damaged file)."""
+    value = entry.get("tflops")
+    return value if isinstance(value, dict) else {}
+
+
+def contention_problem(entry: dict[str, Any]) -> str | None:
+    """Why a CPU measurement was contended, or None: a dtype's matmuls got less than
+    :data:`MIN_CPU_SHARE` of the CPU time their threads could have used
+    (``entry["cpu_share"]``, CPU time over wall time x ``entry["threads"]``). A GPU's
+    entry has no share: its host thread waits on the device."""
+    shares = entry.get("cpu_share")
+    if entry.get("device_type") != "cpu" or not isinstance(shares, dict):
+        return None
+    low = {dtype: share for dtype, share in shares.items()
+           if isinstance(share, (int, float)) and share < MIN_CPU_SHARE}
+    if not low:
+        return None
+    threads = entry.get("threads", "?")
+    tflops = _tflops(entry)
+    got = ", ".join(
+        f"{dtype} ({tflops[dtype]:.4g} TFLOP/s) {share:.2f}"
+        if isinstance(tflops.get(dtype), (int, float)) else f"{dtype} {share:.2f}"
+        for dtype, share in low.items())
+    return (f"cpu contention: the matmuls ran {got} of the time their {threads} thread(s) "
+            f"could have (< {MIN_CPU_SHARE:g}): something else was using the CPUs")
+
+
+def drop_problem(entry: dict[str, Any], saved: dict[str, Any] | None) -> str | None:
+    """Why ``entry`` cannot replace ``saved`` (the entry stored for the same device),
+    or None: a dtype's TFLOP/s below :data:`MIN_SHARE_OF_SAVED` of the saved one's."""
+    if not isinstance(saved, dict):
+        return None
+    old = _tflops(saved)
+    drops = []
+    for dtype, value in _tflops(entry).items():
+        before = old.get(dtype)
+        if (isinstance(before, (int, float)) and before > 0 and isinstance(value, (int, float))
+                and value < MIN_SHARE_OF_SAVED * before):
+            drops.append(f"{dtype} {value:.4g} TFLOP/s is {value / before:.0%} of the "
+                         f"{before:.4g} saved {str(saved.get('measured', ''))[:19]}")
+    if not drops:
+        return None
+    return f"{'; '.join(drops)} (a loaded machine?)"
+
+
+def peak_problems(entry: dict[str, Any], saved: dict[str, Any] | None) -> list[str]:
+    """Every reason ``entry`` (from ``measure_device``) cannot be its device's peak,
+    given ``saved``, the entry stored for that device (None when there is none): a
+    matmul too small, a contended CPU, a drop from the saved peak. Empty: save it."""
+    size = entry.get("matmul_size")
+    problems = [
+        size_problem(int(size), str(entry.get("device_type"))) if isinstance(size, int)
+        else None,
+        contention_problem(entry),
+        drop_problem(entry, saved),
+    ]
+    return [p for p in problems if p]
+
+
 def datasheet(device_name: str) -> Datasheet | None:
     """The datasheet entry whose pattern matches ``device_name``, or None."""
     for entry in DATASHEET:
@@ -165,9 +259,49 @@ def lookup_peak(
     if entry is not None:
         value = (entry.get("tflops") or {}).get(dtype)
         if isinstance(value, (int, float)) and value > 0:
-            date = str(entry.get("measured", ""))[:10]
-            return Peak(float(value), f"measured {date} on {name}")
+            size = entry.get("matmul_size")
+            how = f", n={size}" if size else ""
+            return Peak(float(value), f"dlbench peak: {name} {dtype}, measured "
+                                      f"{entry.get('measured', '?')}{how}")
     sheet = datasheet(name)
     if sheet is not None and dtype in sheet.tflops:
         return Peak(sheet.tflops[dtype], f"datasheet: {sheet.label} {dtype} dense")
     return None
+
+
+def model_flops_utilization(tflops: float, peak: Peak) -> dict[str, Any]:
+    """``results.mfu`` of ``tflops`` against ``peak``, with the peak it used
+    (``results.mfu_peak_tflops``, ``results.mfu_peak_source``). An MFU above 1 is no
+    utilisation, it says the peak is too low (measured under load, or another device's):
+    ``results.mfu`` is then null and ``results.mfu_note`` says why, so that no table,
+    comparison or history takes it for a measurement (:func:`checked_mfu`).
+
+    >>> model_flops_utilization(1.0, Peak(4.0, "datasheet"))["results.mfu"]
+    0.25
+    """
+    results: dict[str, Any] = {"results.mfu": tflops / peak.tflops,
+                               "results.mfu_peak_tflops": peak.tflops,
+                               "results.mfu_peak_source": peak.source,
+                               "results.tflops": tflops}
+    results.update(checked_mfu(results))
+    del results["results.tflops"]
+    return results
+
+
+def checked_mfu(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What to change in ``record`` so that it holds no MFU above 1: nothing when its
+    ``results.mfu`` is at most 1 or absent; else a null ``results.mfu`` and a
+    ``results.mfu_note`` naming the figures and the peak. Applied where an MFU is made
+    (the worker) and where one is combined (repeats, parallel copies)."""
+    mfu = record.get("results.mfu")
+    if not isinstance(mfu, (int, float)) or isinstance(mfu, bool) or mfu <= 1:
+        return {}
+    tflops = record.get("results.tflops")
+    peak = record.get("results.mfu_peak_tflops")
+    source = record.get("results.mfu_peak_source") or "unknown source"
+    figures = (f"{tflops:.4g} TFLOP/s is above the peak {peak:.4g} TFLOP/s ({source}), "
+               if isinstance(tflops, (int, float)) and isinstance(peak, (int, float))
+               else f"the peak ({source}) is below the measured TFLOP/s, ")
+    return {"results.mfu": None,
+            "results.mfu_note": f"{figures}MFU {mfu:.2f}: the peak is too low (measured "
+                                f"under load, or another device's); run dlbench peak again"}

@@ -9,7 +9,9 @@ CPU or a CUDA device. What is measured is stored and looked up by
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -35,9 +37,22 @@ def _torch_device(device: str) -> tuple[Any, Any]:
     return dev, lambda: None
 
 
+def compute_threads() -> int:
+    """The threads a CPU matmul runs on: PyTorch's intra-op threads, at most the CPUs
+    this process may run on."""
+    import torch
+
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity else os.cpu_count() or 1
+    return max(1, min(int(torch.get_num_threads()), cpus))
+
+
 def measure_matmul(device: str, dtype: str, size: int, seconds: float) -> dict[str, float]:
     """Dense ``size × size`` matmul throughput: ``{"tflops": median, "best": ...,
-    "batches": n}``, TFLOP/s = 2·size³ / time."""
+    "batches": n}``, TFLOP/s = 2·size³ / time. On the CPU also ``cpu_share``: the
+    process's CPU time over wall time x :func:`compute_threads` while the matmuls ran,
+    near 1 when nothing else wanted the CPUs (what
+    :func:`~dlbench.measure.peak.contention_problem` judges)."""
     import torch
 
     dev, sync = _torch_device(device)
@@ -48,13 +63,18 @@ def measure_matmul(device: str, dtype: str, size: int, seconds: float) -> dict[s
     out = torch.empty(size, size, device=dev, dtype=torch_dtype)
     previous = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    cpu_began, wall_began = time.process_time(), time.perf_counter()
     try:
         times = _clock_batches(lambda _i: torch.matmul(a, b, out=out), sync, seconds)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = previous
+    cpu_s, wall_s = time.process_time() - cpu_began, time.perf_counter() - wall_began
     flop = 2.0 * size**3
-    return {"tflops": flop / (percentile(times, 50) / 1e3) / 1e12,
-            "best": flop / (min(times) / 1e3) / 1e12, "batches": float(len(times))}
+    result = {"tflops": flop / (percentile(times, 50) / 1e3) / 1e12,
+              "best": flop / (min(times) / 1e3) / 1e12, "batches": float(len(times))}
+    if dev.type == "cpu" and wall_s > 0:
+        result["cpu_share"] = cpu_s / (wall_s * compute_threads())
+    return result
 
 
 def measure_copy(device: str, mebibytes: int, seconds: float) -> dict[str, float]:
@@ -95,10 +115,12 @@ def measure_device(
     size = size or DEFAULT_SIZE.get(kind, 2048)
     copy_mib = copy_mib or DEFAULT_COPY_MIB.get(kind, 256)
     name = device_name(device)
-    tflops, best = {}, {}
+    tflops, best, shares = {}, {}, {}
     for dtype in dtypes:
         result = measure_matmul(device, dtype, size, seconds)
         tflops[dtype], best[dtype] = result["tflops"], result["best"]
+        if "cpu_share" in result:
+            shares[dtype] = result["cpu_share"]
     copy = measure_copy(device, copy_mib, seconds)
     entry: dict[str, Any] = {
         "device": name,
@@ -113,6 +135,9 @@ def measure_device(
         "memory_gbps": copy["gbps"],
         "memory_gbps_best": copy["best"],
     }
+    if shares:
+        entry["threads"] = compute_threads()
+        entry["cpu_share"] = shares
     sheet = datasheet(name)
     if sheet is not None:
         entry["datasheet"] = {"label": sheet.label, "tflops": sheet.tflops,

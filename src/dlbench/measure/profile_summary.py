@@ -4,9 +4,12 @@ Pure functions over plain tuples, so that every framework's profiler (and a test
 feeds them the same way:
 
 - :func:`busy_ms`: the time at least one operator or kernel ran, overlaps counted
-  once. TBD's compute utilisation is this over the wall time of the profiled steps
-  (device kernels on a GPU; operators on the CPU), so it never exceeds 1 when the
-  events lie inside the window.
+  once. On a GPU, TBD's compute utilisation is this (device kernels) over the wall
+  time of the profiled steps, so it never exceeds 1 when the events lie inside the
+  window. On the CPU an operator's interval is wall time from its start to its end,
+  preempted time included: a starved process reads as busy as an idle machine's;
+- :func:`cpu_utilization`: the CPU's utilisation instead, from the process's CPU
+  time over the window, which counts only the time it ran;
 - :func:`top_operators`: the operators that took the most self time, with their call
   counts and their share of the window.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-__all__ = ["OperatorTime", "busy_ms", "top_operators"]
+__all__ = ["OperatorTime", "busy_ms", "cpu_utilization", "top_operators"]
 
 
 class OperatorTime(NamedTuple):
@@ -48,6 +51,24 @@ def busy_ms(intervals: Iterable[tuple[float, float]]) -> float:
     if end_so_far > float("-inf"):
         total += end_so_far - start_run
     return total / 1000.0
+
+
+def cpu_utilization(cpu_ms: float, wall_ms: float, cpus: int) -> float | None:
+    """The share of the CPUs a process may run on that it used over a window:
+    ``cpu_ms`` (its CPU time, every thread, user and system) over ``wall_ms`` x
+    ``cpus``, at most 1 (CPU time advances in clock ticks, so a busy window can read a
+    tick over); None for an empty window or no CPU.
+
+    1 means every CPU the process may run on ran it for the whole window; a process
+    that sleeps, waits or is preempted for half of it on one CPU reads 0.5, whatever
+    its operators' wall-clock intervals cover.
+
+    >>> cpu_utilization(500.0, 1000.0, 1), cpu_utilization(800.0, 1000.0, 2)
+    (0.5, 0.4)
+    """
+    if not wall_ms > 0 or cpus < 1:
+        return None
+    return min(1.0, max(0.0, cpu_ms) / (wall_ms * cpus))
 
 
 def top_operators(

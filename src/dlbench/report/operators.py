@@ -75,7 +75,7 @@ def time_basis(record: Mapping[str, Any]) -> str:
     else ``host``."""
     if record.get(BASIS) == "device_kernels":
         return "device"
-    if record.get(BASIS) == "cpu_operators":
+    if record.get(BASIS) in ("cpu_time", "cpu_operators"):  # the latter: older records
         return "host"
     ops = record.get(TOP_OPS)
     on_device = isinstance(ops, list) and any(

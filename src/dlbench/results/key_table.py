@@ -127,6 +127,9 @@ _TIMING = [
               "mean over the timed batches of each one's exp.effective_batch x 1000 / its "
               "time, in results.throughput_unit (results.throughput is of the mean time)",
               ".2f", "sum", better="higher", repeats="recomputed"),
+    ResultKey("results.mfu_note", "str", "",
+              "why results.mfu is null though a peak was found: it came out above 1, so the "
+              "peak (results.mfu_peak_source) is wrong", "", "first"),
 ]
 
 #: Data-parallel runs: one element per replica.

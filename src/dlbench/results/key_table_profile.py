@@ -30,10 +30,20 @@ PROFILE_KEYS = [
               "time any kernel (GPU) or operator (CPU) ran inside the window, overlaps "
               "counted once", ".3g", "none"),
     ResultKey("results.profile.utilization", "float", "",
-              "results.profile.busy_ms / results.profile.wall_ms (TBD's compute "
-              "utilisation)", ".1%", "none"),
+              "on a GPU, results.profile.busy_ms / results.profile.wall_ms (TBD's compute "
+              "utilisation); on the CPU, results.profile.cpu_ms / (results.profile.wall_ms "
+              "x results.profile.cpus), at most 1: time preempted or waiting is not busy",
+              ".1%", "none"),
     ResultKey("results.profile.utilization_basis", "str", "",
-              "what busy means: device_kernels or cpu_operators", "", "none"),
+              "how utilization was measured: device_kernels (GPU kernels over wall time) or "
+              "cpu_time (the worker's CPU time over wall time x its CPUs); cpu_operators in "
+              "older records: CPU operators' wall time, preempted time counted as busy", "",
+              "none"),
+    ResultKey("results.profile.cpu_ms", "float", _MS,
+              "the worker process's CPU time (all threads, user and system) inside the "
+              "window", ".3g", "none"),
+    ResultKey("results.profile.cpus", "int", "",
+              "CPUs the worker may run on (its affinity) during the window", "d", "none"),
     ResultKey("results.profile.top_ops", "list[dict]", "",
               "operators by self time: name, calls, self_ms, share of the window, on "
               "device and host", "", "none"),
