@@ -17,13 +17,20 @@ import importlib.util
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dlbench.config.external.huggingface import HF_PARAMS, hf_model, hf_title
+from dlbench.config.external.huggingface import (
+    HF_PARAMS,
+    hf_model,
+    hf_summary,
+    hf_title,
+    shipped_rows,
+)
 from dlbench.config.external.transformer_counts import flops_per_sample
 from dlbench.config.external.vision_libraries import library_model
 from dlbench.config.modelinfo import ModelInfo
 
 __all__ = ["HF_PARAMS", "REQUIREMENTS", "SOURCES", "configuration_flops", "external_model",
-           "external_title", "is_external", "missing_requirement"]
+           "external_title", "hf_summary", "is_external", "missing_requirement",
+           "shipped_rows"]
 
 Shown = Callable[[str], str]
 

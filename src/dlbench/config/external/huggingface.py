@@ -15,18 +15,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dlbench.config.external.shipped import SHIPPED_BY_NAME
+from dlbench.config.external.shipped import SHIPPED, SHIPPED_BY_NAME
 from dlbench.config.external.transformer_counts import (
     COUNTED_TYPES,
     field_name,
     num_labels,
+    parameter_counts,
     setting,
 )
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.config.params import Param
 from dlbench.errors import ConfigError
 
-__all__ = ["HF_PARAMS", "OVERRIDES", "hf_model", "hf_title", "load_hf_config"]
+__all__ = ["HF_PARAMS", "OVERRIDES", "hf_model", "hf_summary", "hf_title", "load_hf_config",
+           "shipped_rows"]
 
 Shown = Callable[[str], str]
 
@@ -218,3 +220,36 @@ def hf_model(model_id: str, values: Mapping[str, Any], shown: Shown) -> ModelInf
                               f"({shown('hf.max_position_embeddings')})")
     return ModelInfo(input_shape=(tokens,), num_classes=vocab, vocab_size=vocab,
                      seq_len=tokens, is_image=False, unit="tokens/s", **common)
+
+
+def hf_summary(config: Mapping[str, Any]) -> str:
+    """The shape and parameter count of a resolved configuration, in one line.
+
+    >>> hf_summary({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768, "n_layer": 12,
+    ...             "n_head": 12, "n_positions": 1024})
+    'gpt2, 12 layers, width 768, 12 heads, vocabulary 50,257: 124,439,808 parameters'
+    """
+    heads = int(setting(config, "num_attention_heads"))
+    kv_heads = setting(config, "num_key_value_heads")
+    grouped = f" ({kv_heads} key-value)" if kv_heads not in (None, heads) else ""
+    vocab = setting(config, "vocab_size")
+    text = f" vocabulary {vocab:,}" if vocab else f" {config.get('image_size')} px images"
+    return (f"{config['model_type']}, {setting(config, 'num_hidden_layers')} layers, width "
+            f"{setting(config, 'hidden_size')}, {heads} heads{grouped},{text}: "
+            f"{parameter_counts(config).total:,} parameters")
+
+
+def shipped_rows() -> list[dict[str, Any]]:
+    """One row per shipped configuration, for ``dlbench help --models``."""
+    rows = []
+    for entry in SHIPPED:
+        config = entry.config
+        heads = setting(config, "num_attention_heads")
+        rows.append({
+            "exp.model": f"hf:{entry.name}", "title": entry.title,
+            "type": config["model_type"], "layers": setting(config, "num_hidden_layers"),
+            "width": setting(config, "hidden_size"), "heads": heads,
+            "kv heads": setting(config, "num_key_value_heads", heads),
+            "vocab": setting(config, "vocab_size"),
+            "params": f"{parameter_counts(config).total:,}", "from": entry.repository})
+    return rows
