@@ -214,3 +214,33 @@ def test_counted_types_each_have_a_task() -> None:
     from dlbench.config.external.huggingface import _TASKS
 
     assert set(_TASKS) == set(transformer_counts.COUNTED_TYPES)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torchvision") is None,
+                    reason="torchvision is not installed (it must match the PyTorch build)")
+@pytest.mark.parametrize("training", [False, True])
+def test_torchvision_resnet50_is_the_zoos(training: bool) -> None:
+    import torch
+
+    from dlbench.config.catalog import MODELS
+    from dlbench.models.flops import architecture_flops
+    from dlbench.models.pytorch.workloads import make_workload
+
+    theirs = model_info({"exp.model": "torchvision:resnet50"})
+    with torch.device("meta"):
+        counts = [sum(p.numel() for p in make_workload(info).build().parameters())
+                  for info in (theirs, MODELS["resnet50"])]
+    assert counts == [25_557_032, 25_557_032]
+    assert architecture_flops(theirs, training) == architecture_flops(MODELS["resnet50"],
+                                                                      training)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is not installed")
+def test_timm_resnet50_counts_as_published() -> None:
+    import torch
+
+    from dlbench.models.pytorch.workloads import make_workload
+
+    with torch.device("meta"):
+        module = make_workload(model_info({"exp.model": "timm:resnet50"})).build()
+    assert sum(p.numel() for p in module.parameters()) == 25_557_032
