@@ -24,7 +24,7 @@ from dlbench.backends.base import Backend, NonFiniteLoss
 from dlbench.backends.pytorch_extras import PyTorchExtras
 from dlbench.backends.pytorch_generate import PyTorchGenerate
 from dlbench.backends.pytorch_step import fast_step
-from dlbench.config.catalog import MODELS
+from dlbench.config.catalog import MODELS, model_info
 from dlbench.errors import WorkerError
 from dlbench.models.flops import FlopsNotCounted, architecture_flops
 from dlbench.models.pytorch.flops import count_step_flops
@@ -70,7 +70,7 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
             torch.backends.cudnn.benchmark = bool(p["pytorch.cudnn_benchmark"])
         if p["exp.phase"] == "generate":  # its own model and prompts: pytorch_generate.py
             return self.setup_generate()
-        info = MODELS[str(p["exp.model"])]
+        info = model_info(p)
         self.training = p["exp.phase"] in ("training", "train_to_accuracy")
         dtype = _DTYPES[str(p["exp.dtype"])]
         self.workload = make_workload(info, int(p["exp.image_size"]), int(p["exp.seq_len"]))

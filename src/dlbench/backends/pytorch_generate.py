@@ -15,7 +15,9 @@ layers themselves, with the model's weights:
   sequence; the prefill fills it for the prompt, each decoding step appends one
   position and attends over the positions so far. Only the last position's logits
   are computed (the prompt's other positions need none).
-- the LSTM language model: its recurrent state is its cache.
+- the LSTM language model: its recurrent state is its cache;
+- a Hugging Face causal LM (``hf:``): the model's own key-value cache
+  (``models/pytorch/external/transformers_models.py``).
 
 With ``pytorch.generate_cache=false`` each token instead runs the whole sequence so
 far again, as a model without a cache must; both ways give the same tokens.
@@ -30,7 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from dlbench.config.catalog import MODELS
+from dlbench.config.catalog import model_info
 from dlbench.errors import WorkerError
 from dlbench.models.pytorch.lm import GPT2, WordLanguageModel
 from dlbench.models.pytorch.workload_base import Workload
@@ -170,8 +172,13 @@ def make_decoder(module: nn.Module, model_id: str, cached: bool, capacity: int,
         return GPT2Decoder(module, cached, capacity, length)
     if isinstance(module, WordLanguageModel):
         return LSTMDecoder(module, cached)
+    if type(module).__module__.startswith("transformers."):  # hf: causal LMs, own cache
+        from dlbench.models.pytorch.external.transformers_models import TransformersDecoder
+
+        return TransformersDecoder(module, cached)
     raise WorkerError(f"exp.model={model_id}: PyTorch has no generation loop for "
-                      f"{type(module).__name__} (backends/pytorch_generate.py: GPT-2, LSTM)")
+                      f"{type(module).__name__} (backends/pytorch_generate.py: GPT-2, LSTM, "
+                      f"Hugging Face causal LMs)")
 
 
 class PyTorchGenerate:
@@ -192,7 +199,7 @@ class PyTorchGenerate:
         """Build the model and the decoder, and the prompts of ``exp.replica_batch``
         requests (random token ids, the same in every run of the experiment)."""
         p = self.params
-        info = MODELS[str(p["exp.model"])]
+        info = model_info(p)
         self.training = False
         self.workload = make_workload(info, int(p["exp.image_size"]), int(p["exp.seq_len"]))
         self.module = self.workload.build().to(self.device).eval()

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from dlbench.cli.usage import flag_lines, wrapped_rows
 from dlbench.config.catalog import FRAMEWORKS, MODELS, FrameworkInfo
+from dlbench.config.external import shipped_rows
 from dlbench.config.model_sizes import MODEL_SIZES
 from dlbench.config.registry import REGISTRY, Param
 from dlbench.errors import ConfigError
@@ -192,6 +193,12 @@ def show_help(args: argparse.Namespace) -> int:
             floatfmt="{:.4g}")
         lines.append("GFLOPs/sample: inference at the published size; each run records its "
                      "phase's at its sizes (results.flops_per_sample).")
+        lines += ["", "Hugging Face Transformers configurations shipped (random weights; "
+                      "sizes from hf.*; hf:PATH reads a config.json or model folder):", ""]
+        lines += format_table(shipped_rows(), ["exp.model", "title", "type", "layers", "width",
+                                               "heads", "kv heads", "vocab", "params", "from"])
+        lines += ["", "timm:NAME, torchvision:NAME: those libraries' image classifiers by "
+                      "name, random weights, where the library is installed."]
     if args.suites:
         # Descriptions are paragraphs: wrapped to the terminal (80 columns in a file).
         rows = [("suite", "description"), ("-----", "-----------"),

@@ -11,6 +11,8 @@ from typing import Any
 
 from dlbench.cli.usage import warn
 from dlbench.config import load_spec, plan_experiments
+from dlbench.config.catalog import model_info
+from dlbench.config.external import hf_summary
 from dlbench.config.registry import varying_parameters
 from dlbench.config.spec import Sourced
 from dlbench.errors import ConfigError, PathError, UsageError
@@ -122,6 +124,17 @@ def _parameter_columns(records: list[dict[str, Any]]) -> list[str]:
     return ["exp.model", *[c for c in varying if c != "exp.model"]]
 
 
+def _library_models(experiments: list[dict[str, Any]]) -> list[str]:
+    """One line per Hugging Face model of the plan at its sizes: its shape and its
+    parameter count, from its configuration."""
+    lines: dict[str, None] = {}
+    for experiment in experiments:
+        model = model_info(experiment)
+        if model.source == "hf":
+            lines[f"{model.id}: {hf_summary(model.source_config)}"] = None
+    return list(lines)
+
+
 def plan(args: argparse.Namespace) -> int:
     """Print the experiments a sweep would run, and their count."""
     experiments = planned_experiments(args)
@@ -135,6 +148,8 @@ def plan(args: argparse.Namespace) -> int:
                         if is_simulated(e.get("exp.framework"))})
     for framework in simulated:
         print(f"{framework}(MODEL): simulated steps; the {framework} framework runs no model")
+    for line in _library_models(experiments):
+        print(line)
     print(f"{len(experiments)} experiment{'s' if len(experiments) != 1 else ''}")
     return 0
 

@@ -17,15 +17,19 @@ framework. How a model is built and how a framework runs a step live in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
+from dlbench.config.external import external_model, external_title, is_external
 from dlbench.config.frameworks import DECLARATIONS
 from dlbench.config.frameworks.base import FrameworkInfo
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.config.zoo import ZOO
 
 __all__ = ["FRAMEWORKS", "MODELS", "FrameworkInfo", "ModelInfo", "add_model",
-           "model_frameworks", "model_input_shape", "remove_model"]
+           "model_frameworks", "model_info", "model_input_shape", "model_title",
+           "remove_model"]
 
 #: The frameworks, by id, from their declarations (:mod:`dlbench.config.frameworks`)
 #: and those registered since.
@@ -34,6 +38,31 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {info.id: info for info in DECLARATIONS}
 
 #: The models, by id: the zoo's (:mod:`dlbench.config.zoo`) and those registered since.
 MODELS: dict[str, ModelInfo] = {info.id: info for info in ZOO}
+
+
+def model_info(values: Mapping[str, Any],
+               shown: Callable[[str], str] | None = None) -> ModelInfo:
+    """The model of an experiment's ``exp.model``: the catalog's entry, or a model from
+    outside the zoo (``hf:``, ``timm:``, ``torchvision:``: :mod:`dlbench.config.external`)
+    at the experiment's sizes. KeyError for an unknown zoo id; ConfigError (naming the
+    parameter with ``shown``) for an external one that does not fit.
+
+    >>> model_info({"exp.model": "resnet50"}).title
+    'ResNet-50'
+    """
+    model_id = values["exp.model"]
+    if is_external(model_id):
+        return external_model(values, shown)
+    return MODELS[str(model_id)]
+
+
+def model_title(model_id: Any) -> str:
+    """The title of ``model_id`` (a zoo id or an external one), or the id itself when
+    it is unknown (the plan checks report it)."""
+    if is_external(model_id):
+        return external_title(str(model_id))
+    entry = MODELS.get(model_id) if isinstance(model_id, str) else None
+    return entry.title if entry is not None else str(model_id)
 
 
 def model_input_shape(model: ModelInfo, image_size: int) -> tuple[int, ...]:

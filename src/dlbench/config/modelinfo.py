@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 #: File name endings read as images from exp.data_dir.
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
@@ -70,6 +71,13 @@ class ModelInfo:
     # A framework's builder table is every model whose builders name it
     # (dlbench.config.zoo.zoo_builders). Left out of the hash: a dict has none.
     builders: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # Where a model from outside the zoo comes from (``hf``, ``timm``, ``torchvision``:
+    # dlbench.config.external), "" for the zoo's; the PyTorch backend builds such a
+    # model with its library instead of a builder of the zoo.
+    source: str = ""
+    # A Hugging Face model's resolved configuration (config.json's keys, the hf.*
+    # sizes applied), from which the worker builds it and the FLOPs are counted.
+    source_config: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:

@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.config.catalog import MODELS
+from dlbench.config.catalog import model_info
 from dlbench.config.frameworks.base import FrameworkInfo, Shown
 from dlbench.config.run_params import WRAPPING_PROFILERS
 from dlbench.errors import ConfigError
@@ -55,7 +55,7 @@ def check_measurement_extras(
 
 
 def _check_accuracy(values: Mapping[str, Any], shown: Shown) -> None:
-    model = MODELS[str(values["exp.model"])]
+    model = model_info(values, shown)
     if model.domain != "image classification":
         raise ConfigError(f"{shown('exp.phase')} trains an image classifier on real data, "
                           f"and {shown('exp.model')} is not one")

@@ -17,8 +17,16 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from dlbench.config.catalog import FRAMEWORKS, MODELS, ModelInfo, add_model, remove_model
+from dlbench.config.catalog import (
+    FRAMEWORKS,
+    MODELS,
+    ModelInfo,
+    add_model,
+    model_title,
+    remove_model,
+)
 from dlbench.config.dlbs_names import is_dlbs_name
+from dlbench.config.external import HF_PARAMS
 from dlbench.config.frameworks.base import FrameworkInfo, load_declaration
 from dlbench.config.params import PARAM_TYPES, Param
 from dlbench.config.run_params import (
@@ -152,14 +160,32 @@ def _framework_title_param() -> Param:
 def _model_param() -> Param:
     """exp.model, whose choices are the catalog's models."""
     return Param("exp.model", "str", "resnet50",
-                 "Model id from the zoo (see `dlbench help --models`).", choices=tuple(MODELS))
+                 "Model id from the zoo (see `dlbench help --models`), or from a library: "
+                 "`hf:<name>` (a shipped Hugging Face configuration, or `hf:<path>` to a "
+                 "config.json or model folder; sizes from hf.*), `timm:<name>`, "
+                 "`torchvision:<name>`, all with random weights.", choices=tuple(MODELS))
 
 
 def _model_title_param() -> Param:
     """exp.model_title, derived from the catalog's titles."""
     return Param("exp.model_title", "str", "the title of exp.model",
                  "Human title of exp.model (`ResNet-50`); derived.", identity=False,
-                 derive=lambda get: _title(MODELS, get("exp.model")))
+                 derive=lambda get: model_title(get("exp.model")))
+
+
+#: Characters a file name may keep from a model id; others become `_`.
+_FILE_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _model_file_name(model: Any) -> str:
+    """exp.model as a part of a file name: a zoo id as it is; an external id's path
+    reduced to its last part and characters that are not safe in a name replaced
+    (`hf:/m/llama/` -> `hf_llama`)."""
+    text = str(model)
+    source, colon, name = text.partition(":")
+    if colon:
+        text = f"{source}_{name.rstrip('/').rsplit('/', 1)[-1]}"
+    return _FILE_NAME_UNSAFE.sub("_", text).strip("._") or "model"
 
 
 def _backend_module(framework: Any) -> str:
@@ -186,6 +212,10 @@ _EXP = [
           choices=("training", "inference", "train_to_accuracy", "generate")),
     _framework_title_param(),
     _model_title_param(),
+    Param("exp.model_file_name", "str", "exp.model made safe for a file name",
+          "exp.model as it appears in file names (`hf:llama-3.2-1b` -> `hf_llama-3.2-1b`, "
+          "a path reduced to its last part); derived.", identity=False, settable=False,
+          derive=lambda get: _model_file_name(get("exp.model"))),
     Param("exp.framework_module", "str", "the backend module of exp.framework",
           "Module whose BACKEND the worker runs for exp.framework (its declaration's "
           "`module`), so that a framework registered at run time reaches the worker; "
@@ -276,7 +306,7 @@ _EXP = [
           "Run directory: logs, the results store and the worker inputs go here (`--out`).",
           identity=False),
     Param("exp.log_file", "str",
-          "${exp.out_dir}/logs/${exp.framework}-${exp.model}-${exp.phase}-${exp.id}.log",
+          "${exp.out_dir}/logs/${exp.framework}-${exp.model_file_name}-${exp.phase}-${exp.id}.log",
           "The experiment's log file.", identity=False),
     Param("exp.timeout", "float", "auto",
           "Seconds a worker may run before it is killed and its experiment marked `timeout`; "
@@ -300,7 +330,7 @@ def _all_params() -> list[Param]:
     return [
         *(fresh.get(p.name, p) for p in _EXP), *DISTRIBUTED_PARAMS, *PARTITION_PARAMS,
         *CONTAINER_PARAMS, *MONITOR_PARAMS, *PROFILE_PARAMS, *ACCURACY_PARAMS,
-        *AUTO_BATCH_PARAMS, *SCENARIO_PARAMS,
+        *AUTO_BATCH_PARAMS, *SCENARIO_PARAMS, *HF_PARAMS,
         *(p for info in FRAMEWORKS.values() for p in info.params),
     ]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dlbench.config.catalog import MODELS
+from dlbench.config.catalog import MODELS, model_info
 from dlbench.config.params import Param
 from dlbench.errors import ConfigError
 
@@ -114,11 +114,12 @@ def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> No
 def _check_generate(values: Mapping[str, Any], shown: Callable[[str], str]) -> None:
     """exp.phase=generate: a decoder model, one process of one replica, a number of
     requests, and what the generation loop does not do refused by name."""
-    model = MODELS[str(values["exp.model"])]
+    model = model_info(values, shown)
     if model.task != "causal_lm":
         decoders = ", ".join(m.id for m in MODELS.values() if m.task == "causal_lm")
         raise ConfigError(f"{shown('exp.phase')} needs a decoder (causal language) model, "
-                          f"and {shown('exp.model')} is {model.task}; decoders: {decoders}")
+                          f"and {shown('exp.model')} is {model.task}; decoders: {decoders}, "
+                          f"and hf: causal language models")
     if values["exp.replica_batch"] == AUTO:
         raise ConfigError(f"{shown('exp.replica_batch')}: exp.phase=generate needs the "
                           f"number of requests generated together, e.g. 1")

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dlbench.config.catalog import FRAMEWORKS, MODELS, FrameworkInfo
+from dlbench.config.catalog import FRAMEWORKS, FrameworkInfo, model_info
 from dlbench.config.expand import MAX_EXPERIMENTS, RawExperiment, expand
+from dlbench.config.external import is_external, missing_requirement
 from dlbench.config.modelinfo import IMAGE_SUFFIXES, ModelInfo
 from dlbench.config.profiling import check_measurement_extras
 from dlbench.config.registry import (
@@ -151,6 +152,8 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
     for param in REGISTRY:
         if param.choices is None or values[param.name] in param.choices:
             continue
+        if param.name == "exp.model" and is_external(values[param.name]):
+            continue  # hf:, timm:, torchvision: checked with the model below
         kind = _KNOWN_KINDS.get(param.name)
         if kind is not None:
             known = ", ".join(map(str, param.choices))
@@ -173,7 +176,10 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
             f"{shown('exp.phase')} is not supported by framework {framework.id}{only}; "
             f"supported: {', '.join(framework.phases)}"
         )
-    if framework.models is not None and values["exp.model"] not in framework.models:
+    model = model_info(values, shown)
+    if model.source:
+        _check_library(values, raw, framework, model)
+    elif framework.models is not None and values["exp.model"] not in framework.models:
         defined = ", ".join(framework.models) or "none yet"
         raise ConfigError(
             f"{shown('exp.model')} is not defined for framework {framework.id}; "
@@ -211,7 +217,6 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
                 value < param.minimum):
             note = f" ({param.minimum_note})" if param.minimum_note else ""
             raise ConfigError(f"{shown(param.name)} must be >= {param.minimum:g}{note}")
-    model = MODELS[values["exp.model"]]
     _check_data_dir(values, raw, model)
     smallest = max(8, model.min_image_size or 0)
     if model.is_image and 0 < values["exp.image_size"] < smallest:
@@ -224,6 +229,22 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
     _check_parallel_jobs(values, raw)
     _check_container(values, raw)
     _check_replicas(values, raw, framework)
+
+
+def _check_library(values: Mapping[str, Any], raw: RawExperiment, framework: FrameworkInfo,
+                   model: ModelInfo) -> None:
+    """A model from a library (``hf:``, ``timm:``, ``torchvision:``): a framework that
+    builds it, and the library installed (unless in a container, or simulated)."""
+    shown = describe("exp.model", values["exp.model"], raw["exp.model"].source)
+    if not framework.simulated and framework.id not in model.builders:
+        builders = ", ".join(model.builders)
+        raise ConfigError(f"{shown} is built by {builders} only, not framework "
+                          f"{framework.id}; use exp.framework={builders}")
+    missing = None if framework.simulated or values["exp.docker"] else (
+        missing_requirement(model))
+    if missing is not None:
+        package, hint = missing
+        raise ConfigError(f"{shown} needs `{hint}`: {package} is not installed")
 
 
 def _check_parallel_jobs(values: Mapping[str, Any], raw: RawExperiment) -> None:

@@ -17,10 +17,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlbench.backends.base import Backend
-from dlbench.config.catalog import FRAMEWORKS, MODELS
+from dlbench.config.catalog import FRAMEWORKS, model_info
+from dlbench.config.external import configuration_flops
 from dlbench.models.flops import ARCHITECTURE_SOURCE, architecture_flops
 
-__all__ = ["flop_results", "framework_source"]
+__all__ = ["CONFIGURATION_SOURCE", "flop_results", "framework_source"]
+
+#: ``results.flops_source`` of a Hugging Face model's count, made from its configuration
+#: by the standard transformer formula (:mod:`dlbench.config.external.transformer_counts`).
+CONFIGURATION_SOURCE = "configuration"
 
 #: The phases whose step runs the backward pass as well as the forward (as the PyTorch
 #: backend reads them).
@@ -47,15 +52,23 @@ def flop_results(
     framework = FRAMEWORKS.get(str(params["exp.framework"]))
     note = ""
     reference: float | None = None
+    reference_source = ARCHITECTURE_SOURCE
     if framework is None or not framework.simulated:
+        training = params["exp.phase"] in _TRAINING_PHASES
         try:
-            reference = architecture_flops(
-                MODELS[str(params["exp.model"])], params["exp.phase"] in _TRAINING_PHASES,
-                int(params.get("exp.image_size", 0)), int(params.get("exp.seq_len", 0)))
+            info = model_info(params)
+            # A Hugging Face model's count is its configuration's (the standard formula).
+            reference = configuration_flops(info, training, int(params.get("exp.seq_len", 0)))
+            if reference is not None:
+                reference_source = CONFIGURATION_SOURCE
+            else:
+                reference = architecture_flops(
+                    info, training, int(params.get("exp.image_size", 0)),
+                    int(params.get("exp.seq_len", 0)))
         except Exception as error:  # a count that fails must not fail the measurement
             stand_in = f"FLOPs per sample from {own_source}" if own else "no FLOPs per sample"
             note = f"{stand_in}: the architecture's count failed ({error})"
-    recorded, source = ((reference, ARCHITECTURE_SOURCE) if reference is not None
+    recorded, source = ((reference, reference_source) if reference is not None
                         else (own, own_source))
     results: dict[str, Any] = {}
     if recorded:

@@ -59,7 +59,13 @@ def sample_shape(info: ModelInfo, image_size: int, seq_len: int) -> tuple[int, .
 
 def make_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> Workload:
     """The workload of ``info``'s task at an experiment's sizes (``exp.image_size``,
-    ``exp.seq_len``; 0 for the published ones)."""
+    ``exp.seq_len``; 0 for the published ones); a model from a library (``hf:``,
+    ``timm:``, ``torchvision:``) gets the workload that builds it with its library."""
+    if info.source:
+        # Imported here: the library workloads are needed only for such a model.
+        from dlbench.models.pytorch.external import external_workload
+
+        return external_workload(info, image_size, seq_len)
     try:
         workload_class = WORKLOADS[info.task]
     except KeyError:  # a bug: every task has a PyTorch workload
