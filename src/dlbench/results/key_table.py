@@ -86,7 +86,8 @@ _TIMING = [
               ".3g", "first"),
     ResultKey("results.flops_source", "str", "",
               "where results.flops_per_sample comes from: architecture (the model's, the "
-              "same in every framework) or framework:<counter>", "", "first"),
+              "same in every framework), configuration (a Hugging Face model's, from its "
+              "configuration) or framework:<counter>", "", "first"),
     ResultKey("results.tflops", "float", "TFLOP/s",
               "results.flops_per_sample x samples per second / 1e12 (copies: the sum; "
               "exp.repeat: recomputed)", ".3g", "sum", better="higher", repeats="recomputed"),
