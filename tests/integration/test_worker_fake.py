@@ -36,6 +36,7 @@ def test_fake_step_of_20_ms_measures_20_ms(tmp_path: Path) -> None:
     assert len(record["results.time_data"]) == 15
     assert record["results.throughput"] == pytest.approx(4 * 1000 / record["results.time"])
     assert record["results.num_batches"] == 15
+    assert record["results.timing_method"] == "host"  # a CPU workload: the host's clock
 
 
 def test_log_has_parameters_first_then_results(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from dlbench.backends.base import Backend, NonFiniteLoss
 from dlbench.backends.jax_extras import JaxExtras
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
+from dlbench.measure.timers import BatchTimer, DispatchTimer
 from dlbench.models.jax.workloads import JaxWorkload, make_jax_workload
 
 _DTYPES = {"float32": jnp.float32, "float16": jnp.float16, "bfloat16": jnp.bfloat16}
@@ -273,6 +274,15 @@ class JaxBackend(JaxExtras, Backend):
         # PjRt marks every output of one execution ready together, so one is enough.
         if self.pending is not None:
             jax.block_until_ready(self.pending)
+
+    def batch_timer(self) -> BatchTimer:
+        """On a GPU, steps are dispatched ahead and blocked on every few
+        (:class:`~dlbench.measure.timers.DispatchTimer`): JAX has no device events, and
+        blocking after every step idles the GPU while the host dispatches the next. The
+        CPU keeps the host's clock around each step."""
+        if self.devices[0].platform == "cpu":
+            return super().batch_timer()
+        return DispatchTimer(self.synchronize)
 
     def finish(self, num_steps: int) -> dict[str, Any]:
         results: dict[str, Any] = {"results.compile_time": self.compile_time}

@@ -26,6 +26,7 @@ from dlbench.backends.pytorch_generate import PyTorchGenerate
 from dlbench.backends.pytorch_step import fast_step
 from dlbench.config.catalog import MODELS
 from dlbench.errors import WorkerError
+from dlbench.measure.timers import BatchTimer, EventTimer
 from dlbench.models.flops import FlopsNotCounted, architecture_flops
 from dlbench.models.pytorch.flops import count_step_flops
 from dlbench.models.pytorch.workload_base import Batch, Workload
@@ -240,6 +241,14 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
         # inside every timed interval.
         if self.on_cuda:
             torch.cuda.synchronize(self.device)
+
+    def batch_timer(self) -> BatchTimer:
+        """On CUDA, CUDA events on the current stream around every step
+        (:class:`~dlbench.measure.timers.EventTimer`), so that the host launches the
+        next step while the GPU runs this one; the CPU keeps the host's clock."""
+        if not self.on_cuda:
+            return super().batch_timer()
+        return EventTimer(lambda: torch.cuda.Event(enable_timing=True), self.synchronize)
 
     def finish(self, num_steps: int) -> dict[str, Any]:
         if not self.losses:

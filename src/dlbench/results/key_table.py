@@ -123,6 +123,10 @@ _TIMING = [
     ResultKey("results.loss_data", "list[float]", "",
               "every training step's loss, warm-up steps first, in order (Mila's "
               "batch_loss; training only)", "", "none"),
+    ResultKey("results.timing_method", "str", "",
+              "how the batch times were taken: host (clock around a synchronised step), "
+              "cuda_events (events on the device's stream), jax_dispatch (blocks of "
+              "steps dispatched ahead, each step the block's mean)", "", "first"),
 ]
 
 #: Data-parallel runs: one element per replica.
@@ -293,6 +297,9 @@ _ENVIRONMENT = [
     ResultKey("hw.gpu_driver", "str", "", "NVIDIA driver version", "", "first"),
     ResultKey("hw.gpu_topology", "dict", "",
               'how each pair of GPUs is connected, {"0-1": "NVLink"...}', "", "first"),
+    ResultKey("sys.layout", "str", "",
+              "the memory layout the model's 4-D image inputs and activations ran in: "
+              "NHWC (channels last) or NCHW; absent for other inputs", "", "first"),
 ]
 
 #: Inference scenarios, LoadGen's way (``measure/loadgen.py``, ``measure/scenario.py``);

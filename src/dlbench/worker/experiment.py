@@ -139,6 +139,7 @@ def _results(
     results["results.num_batches"] = len(times_ms)
     results["results.num_warmup_batches"] = timing.num_warmup
     results["results.stop_reason"] = timing.stop_reason
+    results["results.timing_method"] = timing.method
     results["results.timed_seconds"] = timing.elapsed_s
     if timing.warmup_times_ms:
         results["results.warmup_time_data"] = timing.warmup_times_ms
@@ -218,7 +219,8 @@ def timed_batches(
     progress.enter("warmup")
     progress.start()
     try:
-        return run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark)
+        return run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark,
+                           timer=backend.batch_timer())
     finally:
         progress.stop()
 
