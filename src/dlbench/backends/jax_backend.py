@@ -42,6 +42,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from dlbench.backends.base import Backend, NonFiniteLoss
 from dlbench.backends.jax_extras import JaxExtras
 from dlbench.config.catalog import MODELS
+from dlbench.config.frameworks.base import image_layout
 from dlbench.errors import WorkerError
 from dlbench.measure.timers import BatchTimer, DispatchTimer
 from dlbench.models.jax.workloads import JaxWorkload, make_jax_workload
@@ -141,6 +142,9 @@ class JaxBackend(JaxExtras, Backend):
         batched = NamedSharding(mesh, PartitionSpec(_BATCH_AXIS))
 
         info = MODELS[str(p["exp.model"])]
+        # The zoo's Flax models take NHWC images, JAX's (and XLA's) natural layout on
+        # every device: nothing to choose.
+        self.layout = image_layout(info.input_shape, channels_last=True)
         self.training = p["exp.phase"] == "training"
         self.workload: JaxWorkload = make_jax_workload(
             info, int(p["exp.image_size"]), int(p["exp.seq_len"])
@@ -335,6 +339,8 @@ class JaxBackend(JaxExtras, Backend):
         capability = getattr(device, "compute_capability", None)
         if capability:
             env["hw.device_capability"] = str(capability)
+        if self.layout is not None:
+            env["sys.layout"] = self.layout
         return env
 
     def teardown(self) -> None:

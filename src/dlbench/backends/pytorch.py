@@ -25,6 +25,8 @@ from dlbench.backends.pytorch_extras import PyTorchExtras
 from dlbench.backends.pytorch_generate import PyTorchGenerate
 from dlbench.backends.pytorch_step import fast_step
 from dlbench.config.catalog import MODELS
+from dlbench.config.frameworks.base import image_layout
+from dlbench.config.frameworks.pytorch import use_channels_last
 from dlbench.errors import WorkerError
 from dlbench.measure.timers import BatchTimer, EventTimer
 from dlbench.models.flops import FlopsNotCounted, architecture_flops
@@ -69,13 +71,16 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
         torch.manual_seed(int(p["pytorch.seed"]))
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = bool(p["pytorch.cudnn_benchmark"])
+        self.layout: str | None = None
         if p["exp.phase"] == "generate":  # its own model and prompts: pytorch_generate.py
             return self.setup_generate()
         info = MODELS[str(p["exp.model"])]
         self.training = p["exp.phase"] in ("training", "train_to_accuracy")
         dtype = _DTYPES[str(p["exp.dtype"])]
         self.workload = make_workload(info, int(p["exp.image_size"]), int(p["exp.seq_len"]))
-        self.channels_last = bool(p["pytorch.channels_last"])
+        self.channels_last = use_channels_last(p["pytorch.channels_last"], self.on_cuda,
+                                               info.input_shape)
+        self.layout = image_layout(info.input_shape, self.channels_last)
 
         module = self.workload.build().to(self.device)
         if self.channels_last:
@@ -283,6 +288,8 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
             },
             "sys.model_params": sum(t.numel() for t in self.module.parameters()),
         }
+        if self.layout is not None:
+            env["sys.layout"] = self.layout
         if self.device.type == "cuda":
             props = torch.cuda.get_device_properties(self.device)
             env["hw.device_name"] = props.name
