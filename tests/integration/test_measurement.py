@@ -139,12 +139,14 @@ def test_mfu_from_a_stored_peak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "peaks.json").write_text(json.dumps({"version": 1, "devices": {
         "fake": {"device": "fake", "measured": "2025-01-01T00:00:00",
-                 "tflops": {"float32": 0.4}}}}))
+                 "tflops": {"float32": 0.4}, "tflops_best": {"float32": 0.5}}}}))
     record = _run(_experiment(tmp_path / "peak", *params))
     assert record["results.mfu"] == pytest.approx(record["results.tflops"] / 0.4)
     assert 0.4 < record["results.mfu"] <= 0.51  # 0.5 at exactly 20 ms; less if preempted
     assert record["results.mfu_peak_tflops"] == 0.4
-    assert record["results.mfu_peak_source"] == "measured 2025-01-01 on fake"
+    assert record["results.mfu_peak_source"] == "measured 2025-01-01 on fake: sustained (median)"
+    assert record["results.peak_sustained_tflops"] == 0.4
+    assert record["results.peak_burst_tflops"] == 0.5
 
 
 def test_energy_from_rapl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

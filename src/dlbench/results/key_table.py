@@ -127,6 +127,11 @@ _TIMING = [
               "how the batch times were taken: host (clock around a synchronised step), "
               "cuda_events (events on the device's stream), jax_dispatch (blocks of "
               "steps dispatched ahead, each step the block's mean)", "", "first"),
+    ResultKey("results.peak_sustained_tflops", "float", "TFLOP/s",
+              "the device's matmul peak in exp.dtype that dlbench peak measured, "
+              "sustained (median batch)", ".4g", "first"),
+    ResultKey("results.peak_burst_tflops", "float", "TFLOP/s",
+              "the same peak, burst (best batch)", ".4g", "first"),
 ]
 
 #: Data-parallel runs: one element per replica.

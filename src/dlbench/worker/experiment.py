@@ -23,7 +23,7 @@ from typing import Any
 from dlbench.backends.base import Backend, load_backend
 from dlbench.errors import WorkerError
 from dlbench.measure.monitor import ResourceMonitor
-from dlbench.measure.peak import lookup_peak
+from dlbench.measure.peak import lookup_peak, measured_peaks
 from dlbench.measure.scenario import run_scenario
 from dlbench.measure.stability import verdict
 from dlbench.measure.stats import rank_results, step_times, summarize_times, throughput
@@ -136,6 +136,10 @@ def _results(
             results["results.mfu"] = results["results.tflops"] / peak.tflops
             results["results.mfu_peak_tflops"] = peak.tflops
             results["results.mfu_peak_source"] = peak.source
+        for kind, value in measured_peaks(environment.get("hw.device_name"),
+                                          str(params["exp.dtype"]),
+                                          cpu_model=environment.get("hw.cpu_model")).items():
+            results[f"results.peak_{kind}_tflops"] = value
     results["results.num_batches"] = len(times_ms)
     results["results.num_warmup_batches"] = timing.num_warmup
     results["results.stop_reason"] = timing.stop_reason
