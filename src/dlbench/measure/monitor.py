@@ -136,8 +136,13 @@ class ResourceMonitor:
             names = []
             while not self._pending.empty():
                 names.append(self._pending.get_nowait())
+            # One sample per mark, even for marks that came together (a timed section
+            # shorter than a wake-up): the end's sample must come after the start's.
+            for name in names:
+                self._sample([name])
             if names or (not stopping and time.monotonic() >= due):
-                self._sample(names)
+                if not names:
+                    self._sample()
                 due = time.monotonic() + self.interval
             if stopping:
                 return
