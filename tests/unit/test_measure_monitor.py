@@ -199,6 +199,9 @@ def test_window_is_the_timed_section(tmp_path: Path) -> None:
     monitor = ResourceMonitor(60.0, rapl_root=tmp_path, gpus=False)
     monitor.start()
     monitor.mark("timed_start")
+    # The monitor's thread takes the mark's sample: the known answer starts there.
+    while "timed_start" not in monitor.marks:
+        time.sleep(0.001)
     cpu_start = time.process_time()
     deadline = time.perf_counter() + 0.3
     while time.perf_counter() < deadline:
