@@ -139,14 +139,16 @@ def test_mfu_from_a_stored_peak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "peaks.json").write_text(json.dumps({"version": 1, "devices": {
         "fake": {"device": "fake", "measured": "2025-01-01T00:00:00",
-                 "tflops": {"float32": 0.4}}}}))
+                 "tflops": {"float32": 0.4}, "tflops_best": {"float32": 0.5}}}}))
     record = _run(_experiment(tmp_path / "peak", *params))
     assert record["results.mfu"] == pytest.approx(record["results.tflops"] / 0.4)
     assert 0.4 < record["results.mfu"] <= 0.51  # 0.5 at exactly 20 ms; less if preempted
     assert record["results.mfu_peak_tflops"] == 0.4
     assert record["results.mfu_peak_source"] == (
-        "dlbench peak: fake float32, measured 2025-01-01T00:00:00")
+        "dlbench peak: fake float32, measured 2025-01-01T00:00:00: sustained (median)")
     assert "results.mfu_note" not in record
+    assert record["results.peak_sustained_tflops"] == 0.4
+    assert record["results.peak_burst_tflops"] == 0.5
 
 
 def test_an_mfu_above_one_is_not_recorded(
@@ -165,7 +167,8 @@ def test_an_mfu_above_one_is_not_recorded(
     assert record["results.mfu_peak_tflops"] == 0.05
     assert record["results.mfu_note"].startswith(
         f"{record['results.tflops']:.4g} TFLOP/s is above the peak 0.05 TFLOP/s "
-        f"(dlbench peak: fake float32, measured 2025-01-01T00:00:00), MFU ")
+        f"(dlbench peak: fake float32, measured 2025-01-01T00:00:00: sustained (median)), "
+        "MFU ")
 
 
 def test_energy_from_rapl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

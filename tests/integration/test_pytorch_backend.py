@@ -55,6 +55,7 @@ def test_classifier_flops_are_the_known_answer(tmp_path: Path, phase: str, flops
     _check_throughput(record, "samples/s", 1)
     assert record["results.flops_per_sample"] == flops
     assert record["sys.model_params"] == (64 * 128 + 128) + (128 * 10 + 10)
+    assert "sys.layout" not in record  # no image input: no layout to choose
     assert ("results.loss_last" in record) == (phase == "training")
     assert ("results.loss_data" in record) == (phase == "training")
     if phase == "training":  # every step's loss, warm-up first, the last the last
@@ -91,6 +92,9 @@ def test_depthwise_convolutions_are_not_overcounted(tmp_path: Path) -> None:
     infer = _run(_experiment(tmp_path / "i", *common, "exp.phase=inference"))
     ratio = train["results.flops_per_sample"] / infer["results.flops_per_sample"]
     assert 2.5 < ratio <= 3.0
+    # pytorch.channels_last=auto on the CPU: PyTorch's default layout.
+    assert train["pytorch.channels_last"] == "auto"
+    assert train["sys.layout"] == infer["sys.layout"] == "NCHW"
 
 
 def test_attention_is_counted_on_cpu_too() -> None:

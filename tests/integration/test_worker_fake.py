@@ -40,6 +40,7 @@ def test_fake_step_of_20_ms_measures_20_ms(tmp_path: Path) -> None:
     assert record["results.throughput_batch_mean"] == pytest.approx(sum(per_batch) / 15)
     assert record["results.throughput_batch_mean"] >= record["results.throughput"]
     assert record["results.num_batches"] == 15
+    assert record["results.timing_method"] == "host"  # a CPU workload: the host's clock
 
 
 def test_log_has_parameters_first_then_results(tmp_path: Path) -> None:

@@ -46,13 +46,80 @@ def test_only_one_cpu_process_of_a_fork_safe_framework_is_forked(tmp_path: Path)
         {"CUDA_VISIBLE_DEVICES": "-1"})
     assert unsuitable(toy, env) == ""
     assert unsuitable({**toy, "exp.fork_server": "never"}, env) == "exp.fork_server=never"
-    assert "GPU" in unsuitable({**toy, "exp.gpus": "0"}, env)
+    # PyTorch's children start CUDA themselves: its GPU experiments are forked too.
+    assert unsuitable({**toy, "exp.gpus": "0"}, env) == ""
     assert "container" in unsuitable({**toy, "exp.docker": True}, env)
     assert "several" in unsuitable({**toy, "exp.parallel_jobs": 2}, env)
     assert "Nsight" in unsuitable({**toy, "exp.profile": "nsys"}, env)
     assert "repeat" in unsuitable({**toy, "exp.repeat": 3}, env)  # fresh processes
     [fake] = _plan(tmp_path, "exp.framework=fake")
     assert "framework" in unsuitable(fake, env)
+
+
+def test_gpu_experiments_are_forked_only_for_frameworks_whose_cuda_starts_in_a_child(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forkserver, "FORK_SAFE_MODULES",
+                        forkserver.FORK_SAFE_MODULES | {"dlbench.backends.fake"})
+    monkeypatch.setattr(forkserver.glob, "glob", lambda pattern: ["/dev/nvidia0"])
+    [fake] = _plan(tmp_path, "exp.framework=fake")
+    [toy] = _plan(tmp_path, "exp.model=toy")
+    hidden, shown = {"CUDA_VISIBLE_DEVICES": ""}, {"CUDA_VISIBLE_DEVICES": "0"}
+    assert not forkserver.uses_gpu(fake, hidden)
+    assert forkserver.uses_gpu(fake, shown)  # a GPU it could start CUDA on
+    assert forkserver.uses_gpu({**fake, "exp.gpus": "0"}, hidden)
+    assert unsuitable(fake, hidden) == ""  # fork-safe on the CPU
+    assert "GPU" in unsuitable(fake, shown)  # but not known to start CUDA in a child
+    assert "GPU" in unsuitable({**fake, "exp.gpus": "0"}, hidden)
+    assert unsuitable(toy, shown) == unsuitable({**toy, "exp.gpus": "0"}, shown) == ""
+
+
+def test_the_server_is_told_which_workers_use_a_gpu(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    requests: list[bool] = []
+
+    class Recording:
+        def __init__(self, python: str, env: Any, modules: list[str]) -> None:
+            self.key = (python, tuple(sorted(env.items())), tuple(modules))
+            self.closed = False
+
+        def fork(self, exp_json: Path, log: Path, env: Any, gpu: bool = False) -> Any:
+            requests.append(gpu)
+            return "forked"
+
+    monkeypatch.setattr(forkserver, "ForkServer", Recording)
+    [toy] = _plan(tmp_path, "exp.model=toy")
+    forks = forkserver.Forks(warn=print)
+    env = {"CUDA_VISIBLE_DEVICES": ""}
+    assert forks.start(toy, tmp_path / "a.json", tmp_path / "a.log", env, None) == "forked"
+    assert forks.start({**toy, "exp.gpus": "0"}, tmp_path / "b.json", tmp_path / "b.log",
+                       env, None) == "forked"
+    assert requests == [False, True]
+
+
+def test_the_server_refuses_a_gpu_worker_once_the_cuda_driver_is_loaded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dlbench.launch import forkserver_main
+
+    monkeypatch.setattr(forkserver_main.threading, "active_count", lambda: 1)
+    clean, loaded = tmp_path / "clean", tmp_path / "loaded"
+    clean.write_text("7f00-7f01 r-xp 0 08:01 1 /usr/lib/libc.so.6\n")
+    loaded.write_text(clean.read_text() + "7f02-7f03 r-xp 0 08:01 2 /usr/lib/libcuda.so.1\n")
+    assert not forkserver_main.cuda_driver_loaded(str(clean))
+    assert forkserver_main.cuda_driver_loaded(str(loaded))
+    assert not forkserver_main.cuda_driver_loaded(str(tmp_path / "missing"))
+    many = 10_000  # threads at start: the test process's own threads do not count here
+    assert forkserver_main._unsafe_to_fork(many, gpu=True, maps=str(clean)) == ""
+    assert "CUDA driver" in forkserver_main._unsafe_to_fork(many, gpu=True, maps=str(loaded))
+    # A CPU worker never starts CUDA: the driver in the server does not concern it.
+    assert forkserver_main._unsafe_to_fork(many, gpu=False, maps=str(loaded)) == ""
+
+    class Cuda:
+        @staticmethod
+        def is_initialized() -> bool:
+            return True
+
+    monkeypatch.setitem(sys.modules, "torch", type("torch", (), {"cuda": Cuda}))
+    assert "CUDA is initialised" in forkserver_main._unsafe_to_fork(many, maps=str(clean))
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ from dlbench.measure.cpu_memory import tree_pids
 from dlbench.measure.monitor import ResourceMonitor
 from dlbench.measure.nvml import throttle_names
 from dlbench.measure.rapl import RaplEnergy
+from dlbench.measure.timing import run_batches
 
 
 class FakeNvml:
@@ -105,6 +107,55 @@ def test_gpu_samples_and_summaries_from_nvml(tmp_path: Path) -> None:
                              f"{tmp_path}"]
 
 
+class ThreadRecordingNvml(FakeNvml):
+    """FakeNvml that notes, for every NVML call, the thread it was made on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, int]] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        attribute = super().__getattribute__(name)
+        if name.startswith("nvml") and callable(attribute):
+            calls = super().__getattribute__("calls")
+
+            def recorded(*args: Any) -> Any:
+                calls.append((name, threading.get_ident()))
+                return attribute(*args)
+            return recorded
+        return attribute
+
+
+def test_no_nvml_call_on_the_workers_thread_during_the_timed_section(tmp_path: Path) -> None:
+    # The timing loop with the monitor's marks, as the worker runs it: every NVML call
+    # between the timed section's start and end is the monitor thread's, and the marks'
+    # samples (energy read at both ends) are taken all the same.
+    nvml = ThreadRecordingNvml()
+    monitor = ResourceMonitor(60.0, nvml=nvml, rapl_root=tmp_path)  # marks only
+    monitor.start()
+    during: list[tuple[str, int]] = []
+
+    def mark(name: str) -> None:
+        if name == "timed_start":
+            nvml.calls.clear()
+        monitor.mark(name)
+        if name == "timed_end":
+            during.extend(nvml.calls)
+
+    timing = run_batches(lambda index: time.sleep(0.002), lambda: None, 2, 20, mark=mark)
+    monitor.stop()
+    worker = threading.get_ident()
+    assert len(timing.times_ms) == 20
+    assert all(thread != worker for _, thread in during)
+    # Afterwards too, but for releasing NVML when the monitor stops.
+    assert all(thread != worker for name, thread in nvml.calls if name != "nvmlShutdown")
+    energy = [call for call in nvml.calls if call[0] == "nvmlDeviceGetTotalEnergyConsumption"]
+    assert len(energy) >= 4  # two GPUs, two marks: read on the monitor's thread
+    assert set(monitor.marks) == {"timed_start", "timed_end"}
+    assert monitor.marks["timed_end"] > monitor.marks["timed_start"]
+    assert monitor.summary()["results.use.gpu0_energy_j"] == pytest.approx(1.0)  # 1 J a read
+
+
 def test_no_nvml_is_one_note(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(monitor_module, "load_nvml",
                         lambda: (None, "NVML unavailable (NVML Shared Library Not Found)"))
@@ -148,6 +199,9 @@ def test_window_is_the_timed_section(tmp_path: Path) -> None:
     monitor = ResourceMonitor(60.0, rapl_root=tmp_path, gpus=False)
     monitor.start()
     monitor.mark("timed_start")
+    # The monitor's thread takes the mark's sample: the known answer starts there.
+    while "timed_start" not in monitor.marks:
+        time.sleep(0.001)
     cpu_start = time.process_time()
     deadline = time.perf_counter() + 0.3
     while time.perf_counter() < deadline:

@@ -13,6 +13,7 @@ from dlbench.measure.peak import (
     datasheet,
     load_peaks,
     lookup_peak,
+    measured_peaks,
     peaks_path,
     save_peak,
 )
@@ -44,18 +45,27 @@ def test_unknown_devices_have_no_datasheet() -> None:
     assert datasheet("fake") is None
 
 
-def test_lookup_prefers_a_measured_peak(tmp_path: Path) -> None:
+def test_lookup_prefers_the_datasheets_dense_peak(tmp_path: Path) -> None:
     path = tmp_path / "peaks.json"
     assert lookup_peak("NVIDIA H100 80GB HBM3", "bfloat16", path=path) == Peak(
         989.5, "datasheet: NVIDIA H100 SXM bfloat16 dense")
+    assert measured_peaks("NVIDIA H100 80GB HBM3", "bfloat16", path=path) == {}
     save_peak({"device": "NVIDIA H100 80GB HBM3", "measured": "2025-06-01T10:00:00+00:00",
-               "tflops": {"bfloat16": 700.0}}, path)
+               "tflops": {"bfloat16": 667.0, "float8": 0.0},
+               "tflops_best": {"bfloat16": 785.0}}, path)
+    # MFU as usually defined: against the datasheet, even with a measured peak stored.
     assert lookup_peak("NVIDIA H100 80GB HBM3", "bfloat16", path=path) == Peak(
-        700.0, "dlbench peak: NVIDIA H100 80GB HBM3 bfloat16, measured "
-               "2025-06-01T10:00:00+00:00")
-    # A dtype not measured falls back to the datasheet; one in neither has no peak.
-    assert lookup_peak("NVIDIA H100 80GB HBM3", "float32", path=path) == Peak(
-        67.0, "datasheet: NVIDIA H100 SXM float32 dense")
+        989.5, "datasheet: NVIDIA H100 SXM bfloat16 dense")
+    # Both measured figures are kept for the record; a zero is no figure.
+    assert measured_peaks("NVIDIA H100 80GB HBM3", "bfloat16", path=path) == {
+        "sustained": 667.0, "burst": 785.0}
+    assert measured_peaks("NVIDIA H100 80GB HBM3", "float8", path=path) == {}
+    # A device without a datasheet: the sustained (median) figure, and the source says so.
+    save_peak({"device": "NVIDIA L40", "measured": "2025-06-02T10:00:00",
+               "tflops": {"bfloat16": 150.0}, "tflops_best": {"bfloat16": 160.0}}, path)
+    assert lookup_peak("NVIDIA L40", "bfloat16", path=path) == Peak(
+        150.0, "dlbench peak: NVIDIA L40 bfloat16, measured 2025-06-02T10:00:00: "
+               "sustained (median)")
     assert lookup_peak("Tesla V100-SXM2-16GB", "bfloat16", path=path) is None
     assert lookup_peak("fake", "float32", path=path) is None
 
@@ -65,7 +75,8 @@ def test_a_cpu_is_looked_up_by_model(tmp_path: Path) -> None:
     save_peak({"device": "Some CPU", "measured": "2025-01-02T00:00:00",
                "tflops": {"float32": 2.0}, "matmul_size": 2048}, path)
     assert lookup_peak("cpu", "float32", cpu_model="Some CPU", path=path) == Peak(
-        2.0, "dlbench peak: Some CPU float32, measured 2025-01-02T00:00:00, n=2048")
+        2.0, "dlbench peak: Some CPU float32, measured 2025-01-02T00:00:00, n=2048: "
+             "sustained (median)")
     assert lookup_peak("cpu", "float32", cpu_model=None, path=path) is None
 
 

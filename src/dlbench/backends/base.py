@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from dlbench.errors import WorkerError
+from dlbench.measure.timers import BatchTimer, HostTimer
 
 
 class NonFiniteLoss(WorkerError):
@@ -58,6 +59,13 @@ class Backend(ABC):
 
     def synchronize(self) -> None:  # noqa: B027 - optional hook; CPU needs no sync
         """Wait until the device has finished all work queued so far (no-op on CPU)."""
+
+    def batch_timer(self) -> BatchTimer:
+        """The timer of the warm-up and timed batches (``dlbench.measure.timers``): by
+        default the host's clock around :meth:`step` and :meth:`synchronize`. A
+        backend on an asynchronous device returns one that lets the device run ahead
+        (CUDA events; blocks of dispatched steps)."""
+        return HostTimer(self.synchronize)
 
     def finish(self, num_steps: int) -> dict[str, Any]:
         """Check the results of ``num_steps`` steps (raise :class:`NonFiniteLoss`

@@ -42,7 +42,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from dlbench.backends.base import Backend, NonFiniteLoss
 from dlbench.backends.jax_extras import JaxExtras
 from dlbench.config.catalog import MODELS
+from dlbench.config.frameworks.base import image_layout
 from dlbench.errors import WorkerError
+from dlbench.measure.timers import BatchTimer, DispatchTimer
 from dlbench.models.jax.workloads import JaxWorkload, make_jax_workload
 
 _DTYPES = {"float32": jnp.float32, "float16": jnp.float16, "bfloat16": jnp.bfloat16}
@@ -140,6 +142,9 @@ class JaxBackend(JaxExtras, Backend):
         batched = NamedSharding(mesh, PartitionSpec(_BATCH_AXIS))
 
         info = MODELS[str(p["exp.model"])]
+        # The zoo's Flax models take NHWC images, JAX's (and XLA's) natural layout on
+        # every device: nothing to choose.
+        self.layout = image_layout(info.input_shape, channels_last=True)
         self.training = p["exp.phase"] == "training"
         self.workload: JaxWorkload = make_jax_workload(
             info, int(p["exp.image_size"]), int(p["exp.seq_len"])
@@ -274,6 +279,15 @@ class JaxBackend(JaxExtras, Backend):
         if self.pending is not None:
             jax.block_until_ready(self.pending)
 
+    def batch_timer(self) -> BatchTimer:
+        """On a GPU, steps are dispatched ahead and blocked on every few
+        (:class:`~dlbench.measure.timers.DispatchTimer`): JAX has no device events, and
+        blocking after every step idles the GPU while the host dispatches the next. The
+        CPU keeps the host's clock around each step."""
+        if self.devices[0].platform == "cpu":
+            return super().batch_timer()
+        return DispatchTimer(self.synchronize)
+
     def finish(self, num_steps: int) -> dict[str, Any]:
         results: dict[str, Any] = {"results.compile_time": self.compile_time}
         if not self.training:
@@ -325,6 +339,8 @@ class JaxBackend(JaxExtras, Backend):
         capability = getattr(device, "compute_capability", None)
         if capability:
             env["hw.device_capability"] = str(capability)
+        if self.layout is not None:
+            env["sys.layout"] = self.layout
         return env
 
     def teardown(self) -> None:

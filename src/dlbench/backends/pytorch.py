@@ -25,7 +25,10 @@ from dlbench.backends.pytorch_extras import PyTorchExtras
 from dlbench.backends.pytorch_generate import PyTorchGenerate
 from dlbench.backends.pytorch_step import fast_step
 from dlbench.config.catalog import MODELS, model_info
+from dlbench.config.frameworks.base import image_layout
+from dlbench.config.frameworks.pytorch import use_channels_last
 from dlbench.errors import WorkerError
+from dlbench.measure.timers import BatchTimer, EventTimer
 from dlbench.models.flops import FlopsNotCounted, architecture_flops
 from dlbench.models.pytorch.flops import count_step_flops
 from dlbench.models.pytorch.workload_base import Batch, Workload
@@ -68,13 +71,16 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
         torch.manual_seed(int(p["pytorch.seed"]))
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = bool(p["pytorch.cudnn_benchmark"])
+        self.layout: str | None = None
         if p["exp.phase"] == "generate":  # its own model and prompts: pytorch_generate.py
             return self.setup_generate()
         info = model_info(p)
         self.training = p["exp.phase"] in ("training", "train_to_accuracy")
         dtype = _DTYPES[str(p["exp.dtype"])]
         self.workload = make_workload(info, int(p["exp.image_size"]), int(p["exp.seq_len"]))
-        self.channels_last = bool(p["pytorch.channels_last"])
+        self.channels_last = use_channels_last(p["pytorch.channels_last"], self.on_cuda,
+                                               info.input_shape)
+        self.layout = image_layout(info.input_shape, self.channels_last)
 
         module = self.workload.build().to(self.device)
         if self.channels_last:
@@ -241,6 +247,14 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
         if self.on_cuda:
             torch.cuda.synchronize(self.device)
 
+    def batch_timer(self) -> BatchTimer:
+        """On CUDA, CUDA events on the current stream around every step
+        (:class:`~dlbench.measure.timers.EventTimer`), so that the host launches the
+        next step while the GPU runs this one; the CPU keeps the host's clock."""
+        if not self.on_cuda:
+            return super().batch_timer()
+        return EventTimer(lambda: torch.cuda.Event(enable_timing=True), self.synchronize)
+
     def finish(self, num_steps: int) -> dict[str, Any]:
         if not self.losses:
             return {}
@@ -274,6 +288,8 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
             },
             "sys.model_params": sum(t.numel() for t in self.module.parameters()),
         }
+        if self.layout is not None:
+            env["sys.layout"] = self.layout
         if self.device.type == "cuda":
             props = torch.cuda.get_device_properties(self.device)
             env["hw.device_name"] = props.name

@@ -42,6 +42,7 @@ from dlbench.backends.base import Backend, NonFiniteLoss
 from dlbench.backends.tensorflow_devices import select_devices, set_threads
 from dlbench.backends.tensorflow_extras import TensorFlowExtras
 from dlbench.config.catalog import MODELS
+from dlbench.config.frameworks.base import image_layout
 from dlbench.errors import WorkerError
 from dlbench.models.tensorflow.flops import graph_flops
 from dlbench.models.tensorflow.workloads import Batch, make_workload
@@ -119,6 +120,9 @@ class TensorFlowBackend(TensorFlowExtras, Backend):
         keras.config.set_dtype_policy(_POLICIES[str(p["exp.dtype"])])
 
         info = MODELS[str(p["exp.model"])]
+        # tensorflow.data_format: auto and channels_last are NHWC, the only layout the
+        # zoo's Keras models are written in (config/frameworks/tensorflow.py says why).
+        self.layout = image_layout(info.input_shape, channels_last=True)
         self.training = p["exp.phase"] == "training"
         self.xla = bool(p["tensorflow.xla"])
         self.workload = make_workload(info, int(p["exp.image_size"]), int(p["exp.seq_len"]))
@@ -338,6 +342,8 @@ class TensorFlowBackend(TensorFlowExtras, Backend):
                 env["hw.device_capability"] = ".".join(map(str, capability))
         else:
             env["hw.device_name"] = "cpu"
+        if self.layout is not None:
+            env["sys.layout"] = self.layout
         return env
 
     def teardown(self) -> None:

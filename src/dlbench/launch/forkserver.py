@@ -14,13 +14,22 @@ input file and its log.
 
 Used only where forking is safe and gives the same worker (:func:`unsuitable`): the
 local launcher, a one-replica experiment of a framework known to survive a fork
-(:data:`FORK_SAFE_MODULES`) on the CPU, with no GPU visible on the machine (CUDA
-cannot survive a fork), no container, no parallel copies, no Nsight tool wrapping the
-worker, no ``exp.repeat`` (whose processes are meant to be fresh draws of memory
+(:data:`FORK_SAFE_MODULES`), no container, no parallel copies, no Nsight tool wrapping
+the worker, no ``exp.repeat`` (whose processes are meant to be fresh draws of memory
 layout and allocator state, which forks of one server are not), and the same
-environment as the server's (a different one starts a new server). A server that
-cannot start, refuses, or dies makes the rest of the sweep run plain workers, with one
-warning; an experiment whose server died under it is run again in a plain worker.
+environment as the server's (a different one starts a new server).
+
+GPUs: CUDA cannot survive a fork of a process that initialised it, but the server
+never does (it runs no framework operation, and checks before each fork that CUDA is
+not initialised and, for a GPU experiment, that the CUDA driver is not even loaded),
+so a child may initialise CUDA itself, as a fresh worker does. Frameworks whose child
+may do so are :data:`GPU_FORK_SAFE_MODULES` (PyTorch, which starts CUDA lazily); the
+others run GPU experiments, and CPU experiments on a machine whose GPU they could see,
+in plain workers. The request tells the server whether the child will use a GPU.
+
+A server that cannot start, refuses, or dies makes the rest of the sweep run plain
+workers, with one warning; an experiment whose server died under it is run again in a
+plain worker.
 """
 
 from __future__ import annotations
@@ -43,12 +52,17 @@ from dlbench.config.run_params import copy_count
 from dlbench.launch.command import uses_torchrun, worker_argv, worker_env
 from dlbench.launch.local import WorkerProcess, die_with_parent, start_worker
 
-__all__ = ["FORK_SAFE_MODULES", "ForkServer", "ForkServerError", "ForkedWorker", "Forks",
-           "gpu_visible", "unsuitable"]
+__all__ = ["FORK_SAFE_MODULES", "GPU_FORK_SAFE_MODULES", "ForkServer", "ForkServerError",
+           "ForkedWorker", "Forks", "gpu_visible", "unsuitable", "uses_gpu"]
 
 #: Backends whose framework survives a fork of a process that imported it (and ran
 #: nothing): PyTorch's thread pools and CUDA start lazily, on first use.
 FORK_SAFE_MODULES = frozenset({"dlbench.backends.pytorch"})
+#: Of those, the backends whose forked child may initialise CUDA itself: importing
+#: PyTorch does not initialise CUDA, so the server's children start it as a fresh
+#: process would. JAX starts its GPU client, and TensorFlow its devices, in ways not
+#: measured under a fork yet: their GPU experiments run plain workers.
+GPU_FORK_SAFE_MODULES = frozenset({"dlbench.backends.pytorch"})
 #: The worker's own module, imported by the server beside the backend.
 WORKER_MODULE = "dlbench.worker.experiment"
 #: Seconds a new server may take to import its modules before the runner gives up on it.
@@ -67,6 +81,12 @@ def gpu_visible(env: Mapping[str, str]) -> bool:
     return bool(glob.glob("/dev/nvidia[0-9]*"))
 
 
+def uses_gpu(experiment: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Whether ``experiment``'s worker uses a GPU or could see one (and a framework
+    could start CUDA on it): what the server must check before it forks it."""
+    return bool(str(experiment.get("exp.gpus", ""))) or gpu_visible(env)
+
+
 def unsuitable(experiment: Mapping[str, Any], env: Mapping[str, str]) -> str:
     """Why ``experiment`` runs in a plain worker rather than a forked one, or ``""``
     when the fork server may start it."""
@@ -74,10 +94,12 @@ def unsuitable(experiment: Mapping[str, Any], env: Mapping[str, str]) -> str:
         return "exp.fork_server=never"
     if not sys.platform.startswith("linux"):
         return "not Linux"
-    if str(experiment.get("exp.framework_module", "")) not in FORK_SAFE_MODULES:
+    module = str(experiment.get("exp.framework_module", ""))
+    if module not in FORK_SAFE_MODULES:
         return "framework not known to survive a fork"
-    if str(experiment.get("exp.gpus", "")) or gpu_visible(env):
-        return "a GPU is used or visible (CUDA cannot survive a fork)"
+    if uses_gpu(experiment, env) and module not in GPU_FORK_SAFE_MODULES:
+        return "a GPU is used or visible, and this framework's CUDA is not known to start " \
+               "in a forked child"
     if experiment.get("exp.docker"):
         return "in a container"
     if uses_torchrun(experiment) or copy_count(experiment) > 1:
@@ -136,10 +158,13 @@ class ForkServer:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return dict(json.loads(line))
 
-    def fork(self, exp_json: Path, log_path: Path, env: Mapping[str, str]) -> ForkedWorker:
-        """A worker for ``exp_json``, forked by the server, writing to ``log_path``."""
+    def fork(self, exp_json: Path, log_path: Path, env: Mapping[str, str],
+             gpu: bool = False) -> ForkedWorker:
+        """A worker for ``exp_json``, forked by the server, writing to ``log_path``;
+        ``gpu``: it will use a GPU (the server then also checks that no CUDA driver is
+        loaded in itself)."""
         request = {"argv": [str(exp_json)], "log": str(log_path),
-                   "env": dict(env), "cwd": os.getcwd()}
+                   "env": dict(env), "cwd": os.getcwd(), "gpu": gpu}
         try:
             self._sock.sendall((json.dumps(request) + "\n").encode())
         except OSError as error:
@@ -220,7 +245,7 @@ class Forks:
                 self.close()
             if self.server is None:
                 self.server = ForkServer(key[0], env, modules)
-            return self.server.fork(exp_json, log_path, env)
+            return self.server.fork(exp_json, log_path, env, uses_gpu(experiment, env))
         except (ForkServerError, OSError, ValueError) as error:
             self.fail(str(error))
             return None

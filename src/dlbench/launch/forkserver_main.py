@@ -14,10 +14,16 @@ anything, fresh random seeds, and its exit status reported back.
 The server itself stays single-threaded in Python and never runs a framework
 operation, so no thread pool and no GPU context exist when it forks: before each
 fork it checks that no Python thread was started and, when PyTorch is loaded, that
-CUDA is not initialised; otherwise it refuses and the runner starts a plain worker.
+CUDA is not initialised; before forking a worker that will use a GPU, also that the
+CUDA driver (``libcuda``) is not loaded in the server at all (a device query such as
+``torch.cuda.is_available()`` initialises the driver without PyTorch counting CUDA as
+initialised, and a child of such a process cannot start CUDA). Otherwise it refuses
+and the runner starts a plain worker. The server asks PyTorch for NVML's device count
+(``PYTORCH_NVML_BASED_CUDA_CHECK=1``, which does not load the driver) should an import
+query the devices; each child gets the experiment's own environment back.
 
 Messages are JSON lines. Request: ``{"argv": [...], "log": PATH, "env": {...},
-"cwd": DIR}``; answers: ``{"pid": N}`` (or ``{"error": TEXT}``), then ``{"exit":
+"cwd": DIR, "gpu": BOOL}``; answers: ``{"pid": N}`` (or ``{"error": TEXT}``), then ``{"exit":
 CODE}`` when the child ended (``-SIGNAL`` when a signal killed it, as
 ``subprocess.Popen.returncode``). The first message, once the imports are done, is
 ``{"ready": true}`` or ``{"error": TEXT}``.
@@ -47,8 +53,24 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall((json.dumps(message) + "\n").encode())
 
 
-def _unsafe_to_fork(threads_at_start: int) -> str:
-    """Why forking now would not give a clean worker, or ``""``."""
+#: The CUDA driver's library, as it appears among a process's mappings once loaded.
+CUDA_DRIVER = "libcuda.so"
+
+
+def cuda_driver_loaded(maps: str = "/proc/self/maps") -> bool:
+    """Whether the CUDA driver library is mapped into this process (``maps``: the
+    process's memory map); False where the map cannot be read."""
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as lines:
+            return any(CUDA_DRIVER in line for line in lines)
+    except OSError:
+        return False
+
+
+def _unsafe_to_fork(threads_at_start: int, gpu: bool = False,
+                    maps: str = "/proc/self/maps") -> str:
+    """Why forking now would not give a clean worker, or ``""``; ``gpu``: the worker
+    will use a GPU, so the CUDA driver must not be loaded here either."""
     if threading.active_count() > 1:
         return f"{threading.active_count()} Python threads are running"
     if os.path.isdir("/proc/self/task"):
@@ -59,6 +81,8 @@ def _unsafe_to_fork(threads_at_start: int) -> str:
     cuda = getattr(torch, "cuda", None)
     if cuda is not None and cuda.is_initialized():
         return "CUDA is initialised in the fork server"
+    if gpu and cuda_driver_loaded(maps):
+        return "the CUDA driver is loaded in the fork server: a forked worker could not start CUDA"
     return ""
 
 
@@ -112,7 +136,7 @@ def _child(request: dict[str, Any], sock: socket.socket, ready_w: int) -> None:
 
 def _serve_one(request: dict[str, Any], sock: socket.socket, threads: int) -> None:
     """Fork the worker of ``request``, report its pid, wait for it, report its status."""
-    why = _unsafe_to_fork(threads)
+    why = _unsafe_to_fork(threads, bool(request.get("gpu")))
     if why:
         _send(sock, {"error": why})
         return
@@ -143,6 +167,9 @@ def _serve_one(request: dict[str, Any], sock: socket.socket, threads: int) -> No
 def serve(fd: int, modules: list[str]) -> int:
     """Import ``modules``, then serve requests on socket ``fd`` until it closes."""
     sock = socket.socket(fileno=fd)
+    # A device query during the imports then reads NVML rather than loading the CUDA
+    # driver here; the children get the experiment's environment back.
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     try:
         for name in modules:
             module = importlib.import_module(name)

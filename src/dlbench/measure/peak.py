@@ -2,10 +2,13 @@
 
 ``dlbench peak`` measures, per device, dense matmul throughput per dtype and memory
 bandwidth (with PyTorch: :mod:`dlbench.measure.peak_pytorch`), and stores them in a
-per-user JSON file keyed by device name (:func:`peaks_path`). Workers then report ``results.mfu`` =
-``results.tflops`` / the peak of the experiment's dtype (:func:`lookup_peak`): a
-peak measured on this machine first, else the vendor's datasheet figure
-(:data:`DATASHEET`), else no MFU.
+per-user JSON file keyed by device name (:func:`peaks_path`). Each measured figure
+comes twice: sustained (the median batch, ``tflops``) and burst (the best batch,
+``tflops_best``). Workers then report ``results.mfu`` = ``results.tflops`` / the peak
+of the experiment's dtype (:func:`lookup_peak`): the vendor's dense datasheet figure
+(:data:`DATASHEET`) where known, as MFU is usually defined, else the sustained peak
+measured on this machine, else no MFU; ``results.mfu_peak_source`` says which. Both
+measured figures go into the record beside it (:func:`measured_peaks`).
 
 A saved peak is the denominator of every later MFU, so a figure that cannot be the
 device's is not saved (:func:`peak_problems`): one measured while the process did not
@@ -249,23 +252,23 @@ def lookup_peak(
     device_name: str | None, dtype: str, cpu_model: str | None = None,
     path: Path | None = None,
 ) -> Peak | None:
-    """The peak TFLOP/s of ``dtype`` on ``device_name``: measured here if stored,
-    else from the datasheet, else None. A CPU (device name ``cpu`` or none) is looked
-    up by its model name, which is what ``dlbench peak`` stores it under."""
+    """The peak TFLOP/s of ``dtype`` on ``device_name`` that MFU divides by: the
+    datasheet's dense figure where known, else the sustained (median) peak measured
+    here, else None. A CPU (device name ``cpu`` or none) is looked up by its model
+    name, which is what ``dlbench peak`` stores it under."""
     name = cpu_model if device_name in (None, "", "cpu") else device_name
     if not name:
         return None
-    entry = load_peaks(path).get(name)
-    if entry is not None:
-        value = (entry.get("tflops") or {}).get(dtype)
-        if isinstance(value, (int, float)) and value > 0:
-            size = entry.get("matmul_size")
-            how = f", n={size}" if size else ""
-            return Peak(float(value), f"dlbench peak: {name} {dtype}, measured "
-                                      f"{entry.get('measured', '?')}{how}")
     sheet = datasheet(name)
     if sheet is not None and dtype in sheet.tflops:
         return Peak(sheet.tflops[dtype], f"datasheet: {sheet.label} {dtype} dense")
+    sustained = measured_peaks(name, dtype, path=path).get("sustained")
+    if sustained is not None:
+        entry = load_peaks(path)[name]
+        size = entry.get("matmul_size")
+        how = f", n={size}" if size else ""
+        return Peak(sustained, f"dlbench peak: {name} {dtype}, measured "
+                               f"{entry.get('measured', '?')}{how}: sustained (median)")
     return None
 
 
@@ -305,3 +308,23 @@ def checked_mfu(record: Mapping[str, Any]) -> dict[str, Any]:
     return {"results.mfu": None,
             "results.mfu_note": f"{figures}MFU {mfu:.2f}: the peak is too low (measured "
                                 f"under load, or another device's); run dlbench peak again"}
+
+
+def measured_peaks(
+    device_name: str | None, dtype: str, cpu_model: str | None = None,
+    path: Path | None = None,
+) -> dict[str, float]:
+    """The peaks of ``dtype`` that ``dlbench peak`` measured on ``device_name`` (looked
+    up as :func:`lookup_peak` does): ``{"sustained": median, "burst": best}``, each
+    present only when stored and positive."""
+    name = cpu_model if device_name in (None, "", "cpu") else device_name
+    entry = load_peaks(path).get(name) if name else None
+    if not isinstance(entry, dict):
+        return {}
+    found: dict[str, float] = {}
+    for kind, field in (("sustained", "tflops"), ("burst", "tflops_best")):
+        table = entry.get(field)
+        value = table.get(dtype) if isinstance(table, dict) else None
+        if isinstance(value, (int, float)) and value > 0:
+            found[kind] = float(value)
+    return found

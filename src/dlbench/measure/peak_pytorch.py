@@ -1,7 +1,8 @@
 """Measuring a device's peaks with PyTorch, for ``dlbench peak``.
 
 Dense matmul throughput per dtype (square ``n × n`` matmuls, ``2n³`` FLOPs each,
-timed with synchronisation by the one timing loop, median over batches) and memory
+timed by the one timing loop, with CUDA events on a GPU; the median batch is the
+sustained peak, the best the burst one) and memory
 bandwidth (a large device-to-same-device copy), through PyTorch's tensors on the
 CPU or a CUDA device. What is measured is stored and looked up by
 :mod:`dlbench.measure.peak`, which imports no framework.
@@ -17,15 +18,27 @@ from typing import Any
 
 from dlbench.measure.peak import DEFAULT_COPY_MIB, DEFAULT_SIZE, datasheet
 from dlbench.measure.stats import percentile
+from dlbench.measure.timers import BatchTimer, EventTimer
 from dlbench.measure.timing import AutoStop, run_batches
 
 
-def _clock_batches(step: Any, sync: Any, seconds: float) -> list[float]:
+def _clock_batches(step: Any, sync: Any, seconds: float,
+                   timer: BatchTimer | None = None) -> list[float]:
     """Time ``step`` through the timing loop for ``seconds`` (at least 3 batches
     unless one batch alone takes longer) after one untimed batch."""
     stop = AutoStop(min_batches=3, min_seconds=seconds, max_seconds=seconds,
                     target_ci=0.0, max_batches=100_000)
-    return run_batches(step, sync, 1, stop).times_ms
+    return run_batches(step, sync, 1, stop, timer=timer).times_ms
+
+
+def _device_timer(dev: Any, sync: Any) -> BatchTimer | None:
+    """CUDA events on a GPU (the host launches ahead, as the experiments' timing does);
+    None, the host's clock, on the CPU."""
+    if dev.type != "cuda":
+        return None
+    import torch
+
+    return EventTimer(lambda: torch.cuda.Event(enable_timing=True), sync)
 
 
 def _torch_device(device: str) -> tuple[Any, Any]:
@@ -65,7 +78,8 @@ def measure_matmul(device: str, dtype: str, size: int, seconds: float) -> dict[s
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     cpu_began, wall_began = time.process_time(), time.perf_counter()
     try:
-        times = _clock_batches(lambda _i: torch.matmul(a, b, out=out), sync, seconds)
+        times = _clock_batches(lambda _i: torch.matmul(a, b, out=out), sync, seconds,
+                               _device_timer(dev, sync))
     finally:
         torch.backends.cuda.matmul.allow_tf32 = previous
     cpu_s, wall_s = time.process_time() - cpu_began, time.perf_counter() - wall_began
@@ -85,7 +99,8 @@ def measure_copy(device: str, mebibytes: int, seconds: float) -> dict[str, float
     dev, sync = _torch_device(device)
     source = torch.ones(mebibytes * 2**20, dtype=torch.uint8, device=dev)  # pages touched
     target = torch.zeros_like(source)
-    times = _clock_batches(lambda _i: target.copy_(source), sync, seconds)
+    times = _clock_batches(lambda _i: target.copy_(source), sync, seconds,
+                           _device_timer(dev, sync))
     moved = 2.0 * source.numel()
     return {"gbps": moved / (percentile(times, 50) / 1e3) / 1e9,
             "best": moved / (min(times) / 1e3) / 1e9, "batches": float(len(times))}

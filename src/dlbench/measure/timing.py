@@ -1,9 +1,12 @@
 """The timing loop shared by every framework, the fake workload and ``dlbench peak``.
 
-Each timed batch is timed on its own: the clock is read, the step is launched, the
-device is synchronised, the clock is read again. Synchronising inside the measured
-interval makes the time the device's rather than the launch's (on CUDA a launch
-returns long before the kernels finish).
+Each timed batch gets its own time, taken by a timer (:mod:`dlbench.measure.timers`):
+by default on the host (the clock is read, the step is launched, the device is
+synchronised, the clock is read again, which makes the time the device's rather than
+the launch's); on CUDA from events recorded on the device's stream, and for JAX from
+blocks of batches dispatched ahead, so that the host waits for the device only where
+a policy reads the times (auto warm-up, the auto-stop rule's check points) and at the
+end. :attr:`Timing.method` says which.
 
 How many batches run is a policy, decided between batches and never inside one:
 
@@ -28,10 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dlbench.measure.stats import ci95_half_width, mean
+from dlbench.measure.timers import BatchTimer, Clock, HostTimer, Step, Sync
 
-Step = Callable[[int], None]
-Sync = Callable[[], None]
-Clock = Callable[[], int]
 #: Called with ``"timed_start"`` and ``"timed_end"`` around the timed batches (the
 #: resource monitor takes a sample there); never inside a timed interval.
 Marker = Callable[[str], None]
@@ -91,6 +92,8 @@ class Timing:
     warmup_capped: bool = False
     #: Wall-clock seconds of the timed section, loop overhead and CI checks included.
     elapsed_s: float = 0.0
+    #: How the batch times were taken (``results.timing_method``): see measure.timers.
+    method: str = "host"
 
 
 def warmup_settled(times_ms: list[float], window: int, tolerance: float) -> bool:
@@ -103,15 +106,13 @@ def warmup_settled(times_ms: list[float], window: int, tolerance: float) -> bool
     return last >= previous * (1.0 - tolerance)
 
 
-def _timed_step(step: Step, synchronize: Sync, index: int, clock: Clock) -> float:
-    start = clock()
-    step(index)
-    synchronize()
-    return (clock() - start) / 1e6
+def _timed_step(timer: BatchTimer, step: Step, index: int) -> None:
+    # A frame of its own with ``index`` in it: the worker's progress thread reads it.
+    timer.run(step, index)
 
 
 def _warm_up(
-    step: Step, synchronize: Sync, warmup: int | AutoWarmup, clock: Clock
+    step: Step, synchronize: Sync, warmup: int | AutoWarmup, timer: BatchTimer
 ) -> tuple[int, list[float], bool]:
     if isinstance(warmup, int):
         # A fixed warm-up is not timed: there is nothing to decide from its times.
@@ -120,11 +121,17 @@ def _warm_up(
         synchronize()
         return warmup, [], False
     times: list[float] = []
-    while len(times) < warmup.max_batches:
-        times.append(_timed_step(step, synchronize, len(times), clock))
+    index = 0
+    while index < warmup.max_batches:
+        _timed_step(timer, step, index)
+        index += 1
+        if index < 2 * warmup.window:
+            continue  # nothing to decide yet: no need to wait for the device
+        times.extend(timer.read())
         if warmup_settled(times, warmup.window, warmup.tolerance):
-            return len(times), times, False
-    return len(times), times, True
+            return index, times, False
+    times.extend(timer.read())
+    return index, times, True
 
 
 def run_batches(
@@ -134,40 +141,48 @@ def run_batches(
     stop: int | AutoStop,
     clock: Clock = time.perf_counter_ns,
     mark: Marker | None = None,
+    timer: BatchTimer | None = None,
 ) -> Timing:
     """Warm up, then run timed batches until ``stop`` says so.
 
     ``step`` receives the batch index counted from 0 over warm-up and timed batches.
-    ``warmup`` and ``stop`` are counts or the automatic policies above.
+    ``warmup`` and ``stop`` are counts or the automatic policies above. ``timer``
+    takes the batch times (default: :class:`~dlbench.measure.timers.HostTimer` with
+    ``synchronize`` and ``clock``); ``clock`` also times the whole timed section.
     """
-    num_warmup, warmup_times, capped = _warm_up(step, synchronize, warmup, clock)
+    if timer is None:
+        timer = HostTimer(synchronize, clock)
+    num_warmup, warmup_times, capped = _warm_up(step, synchronize, warmup, timer)
     if mark is not None:
         mark("timed_start")
     times: list[float] = []
-    index = num_warmup
     began = clock()
     if isinstance(stop, int):
         for index in range(num_warmup, num_warmup + stop):
-            times.append(_timed_step(step, synchronize, index, clock))
+            _timed_step(timer, step, index)
         reason = "fixed"
     else:
-        reason = _run_until(step, synchronize, stop, clock, times, index, began)
+        reason = _run_until(step, timer, stop, clock, times, num_warmup, began)
+    times.extend(timer.read())  # the end: the one wait for the device a fixed count has
     elapsed = (clock() - began) / 1e9
     if mark is not None:
         mark("timed_end")
-    return Timing(times, num_warmup, reason, warmup_times, capped, elapsed)
+    return Timing(times, num_warmup, reason, warmup_times, capped, elapsed, timer.method)
 
 
 def _run_until(
-    step: Step, synchronize: Sync, stop: AutoStop, clock: Clock,
+    step: Step, timer: BatchTimer, stop: AutoStop, clock: Clock,
     times: list[float], index: int, began: int,
 ) -> str:
+    """Run until ``stop`` says so. Counts and durations are the host's, and need no
+    wait; the device is waited for (``timer.read``) only at the CI's check points."""
     next_check = 0
     max_batches = max(1, stop.max_batches)
+    count = 0
     while True:
-        times.append(_timed_step(step, synchronize, index, clock))
+        _timed_step(timer, step, index)
         index += 1
-        count = len(times)
+        count += 1
         elapsed = (clock() - began) / 1e9
         if count >= max_batches:
             return "max_batches"
@@ -175,6 +190,7 @@ def _run_until(
             return "max_duration"
         if count < stop.min_batches or elapsed < stop.min_seconds or count < next_check:
             continue
+        times.extend(timer.read())
         half_width = ci95_half_width(times)
         average = mean(times)
         if half_width is not None and average > 0 and half_width / average <= stop.target_ci:

@@ -131,6 +131,15 @@ _TIMING = [
     ResultKey("results.mfu_note", "str", "",
               "why results.mfu is null though a peak was found: it came out above 1, so the "
               "peak (results.mfu_peak_source) is wrong", "", "first"),
+    ResultKey("results.timing_method", "str", "",
+              "how the batch times were taken: host (clock around a synchronised step), "
+              "cuda_events (events on the device's stream), jax_dispatch (blocks of "
+              "steps dispatched ahead, each step the block's mean)", "", "first"),
+    ResultKey("results.peak_sustained_tflops", "float", "TFLOP/s",
+              "the device's matmul peak in exp.dtype that dlbench peak measured, "
+              "sustained (median batch)", ".4g", "first"),
+    ResultKey("results.peak_burst_tflops", "float", "TFLOP/s",
+              "the same peak, burst (best batch)", ".4g", "first"),
 ]
 
 #: Data-parallel runs: one element per replica.
@@ -301,6 +310,9 @@ _ENVIRONMENT = [
     ResultKey("hw.gpu_driver", "str", "", "NVIDIA driver version", "", "first"),
     ResultKey("hw.gpu_topology", "dict", "",
               'how each pair of GPUs is connected, {"0-1": "NVLink"...}', "", "first"),
+    ResultKey("sys.layout", "str", "",
+              "the memory layout the model's 4-D image inputs and activations ran in: "
+              "NHWC (channels last) or NCHW; absent for other inputs", "", "first"),
 ]
 
 #: Inference scenarios, LoadGen's way (``measure/loadgen.py``, ``measure/scenario.py``);

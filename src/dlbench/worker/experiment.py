@@ -23,7 +23,7 @@ from typing import Any
 from dlbench.backends.base import Backend, load_backend
 from dlbench.errors import WorkerError
 from dlbench.measure.monitor import ResourceMonitor
-from dlbench.measure.peak import lookup_peak, model_flops_utilization
+from dlbench.measure.peak import lookup_peak, measured_peaks, model_flops_utilization
 from dlbench.measure.scenario import run_scenario
 from dlbench.measure.stability import verdict
 from dlbench.measure.stats import (
@@ -142,9 +142,14 @@ def _results(
                            cpu_model=environment.get("hw.cpu_model"))
         if peak is not None:
             results.update(model_flops_utilization(results["results.tflops"], peak))
+        for kind, value in measured_peaks(environment.get("hw.device_name"),
+                                          str(params["exp.dtype"]),
+                                          cpu_model=environment.get("hw.cpu_model")).items():
+            results[f"results.peak_{kind}_tflops"] = value
     results["results.num_batches"] = len(times_ms)
     results["results.num_warmup_batches"] = timing.num_warmup
     results["results.stop_reason"] = timing.stop_reason
+    results["results.timing_method"] = timing.method
     results["results.timed_seconds"] = timing.elapsed_s
     if timing.warmup_times_ms:
         results["results.warmup_time_data"] = timing.warmup_times_ms
@@ -224,7 +229,8 @@ def timed_batches(
     progress.enter("warmup")
     progress.start()
     try:
-        return run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark)
+        return run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark,
+                           timer=backend.batch_timer())
     finally:
         progress.stop()
 

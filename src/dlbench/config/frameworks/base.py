@@ -113,3 +113,16 @@ def load_declaration(module: str) -> FrameworkInfo:
     if not isinstance(info, FrameworkInfo):
         raise TypeError(f"{module}.FRAMEWORK is a {type(info).__name__}, not a FrameworkInfo")
     return info
+
+
+def image_layout(sample_shape: tuple[int, ...], channels_last: bool) -> str | None:
+    """``sys.layout``: ``NHWC`` or ``NCHW`` for a model whose sample is an image (the
+    catalog's ``(C, H, W)``, a 4-D batch), by ``channels_last``; None for other inputs.
+
+    >>> image_layout((3, 224, 224), True), image_layout((128,), True)
+    ('NHWC', None)
+    """
+    if len(sample_shape) != 3:
+        return None
+    return "NHWC" if channels_last else "NCHW"
+

@@ -10,6 +10,22 @@ from dlbench.config.params import COMPILE, DOCKER_IMAGE, OPTIMIZER, SEED, THREAD
 from dlbench.config.zoo import zoo_builders
 from dlbench.errors import ConfigError
 
+AUTO = "auto"
+
+
+def use_channels_last(setting: bool | str, on_cuda: bool, sample_shape: tuple[int, ...]) -> bool:
+    """What ``pytorch.channels_last`` means on this device for this model: ``auto`` is
+    PyTorch's documented practice, channels last for 4-D (image) models on CUDA, where
+    cuDNN's Tensor Core convolutions take NHWC (NCHW costs transposes around every
+    one), and the default layout on the CPU; true and false are kept as given.
+
+    >>> use_channels_last("auto", True, (3, 224, 224)), use_channels_last("auto", False, (3, 8, 8))
+    (True, False)
+    """
+    if setting == AUTO:
+        return on_cuda and len(sample_shape) == 3
+    return bool(setting)
+
 
 def check(values: Mapping[str, Any], shown: Shown) -> None:
     """What PyTorch's generation loop (``backends/pytorch_generate.py``) does not run."""
@@ -39,8 +55,10 @@ FRAMEWORK = FrameworkInfo(
     params=(
         THREADS.param("pytorch.num_threads",
                       "Intra-op CPU threads (torch.set_num_threads); 0 keeps PyTorch's default."),
-        Param("pytorch.channels_last", "bool", False,
-              "Use the channels-last memory format for 4-D inputs and the model."),
+        Param("pytorch.channels_last", "bool", AUTO,
+              "Use the channels-last memory format (NHWC) for 4-D inputs and the model; "
+              "`auto`: on for image models on CUDA, off on the CPU (PyTorch's practice). "
+              "The layout run is recorded as sys.layout.", special=(AUTO,)),
         COMPILE.param("pytorch.compile",
                       "Compile the model with torch.compile (compilation happens during "
                       "warm-up)."),

@@ -35,6 +35,15 @@ FRAMEWORK = FrameworkInfo(
         Param("tensorflow.memory_growth", "bool", False,
               "Let TensorFlow take GPU memory as it needs it instead of reserving nearly all "
               "of it at start-up (GPU only), so that the monitor's memory use is the model's."),
+        # NHWC is TensorFlow's default and its documented practice on GPUs in mixed
+        # precision (Tensor Cores take NHWC); its CPU kernels run NHWC only
+        # (Conv2D refuses NCHW there). The zoo's Keras models are written NHWC, so
+        # channels_first is not offered: it would run a different program, not a
+        # different layout of the same one.
+        Param("tensorflow.data_format", "str", "auto",
+              "Layout of images and activations: `auto` is channels_last (NHWC), "
+              "TensorFlow's default and best practice on CPU and GPU; recorded as "
+              "sys.layout.", choices=("auto", "channels_last")),
         SEED.param("tensorflow.seed",
                    "Seed of the initial weights and of the synthetic data "
                    "(keras.utils.set_random_seed)."),
