@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,16 +156,20 @@ def encode_column(values: Sequence[Any], sql_type: str) -> tuple[list[Any], list
     return stored, inexact
 
 
-_BOOLS = {0: False, 1: True, None: None}
+_BOOLS = {0: False, 1: True}
+
+#: A value (not NULL) of a column of these types as Python's: SQL holds booleans as 1
+#: and 0, lists and dicts as JSON text. Other columns' values are Python's already.
+DECODERS: dict[str, Callable[[Any], Any]] = {
+    BOOLEAN: lambda v: _BOOLS.get(v, v),
+    JSON: lambda v: json.loads(v) if type(v) is str else v,
+}
 
 
 def decode_column(values: list[Any], sql_type: str) -> list[Any]:
     """The Python values of a column read back (before the ``exact`` table's)."""
-    if sql_type == BOOLEAN:
-        return [_BOOLS.get(v, v) for v in values]
-    if sql_type == JSON:
-        return [json.loads(v) if type(v) is str else v for v in values]
-    return values
+    decode = DECODERS.get(sql_type)
+    return values if decode is None else [None if v is None else decode(v) for v in values]
 
 
 def series_wanted(name: str, series: bool | Collection[str]) -> bool:

@@ -27,10 +27,10 @@ from dlbench.errors import ResultsError
 from dlbench.results.memory import no_cyclic_gc
 from dlbench.results.query import match
 from dlbench.results.store.columns import (
+    DECODERS,
     JSON,
     KEYS_COLUMNS,
     Key,
-    decode_column,
     key_from_row,
     series_wanted,
 )
@@ -38,6 +38,8 @@ from dlbench.results.store.where import where_sql
 
 _FROM = 'experiments AS e JOIN results AS r ON r."exp.id" = e.id'
 
+#: Rows fetched at a time.
+_CHUNK = 10_000
 
 @dataclass
 class Survey:
@@ -214,25 +216,22 @@ class Reader:
                 plan.flags.append(key)
             else:
                 plan.read.append(key)
+        exact = self._exact(plan)
         cursor = self._db.execute(
             f"SELECT {plan.columns()} FROM {_FROM} WHERE {condition} ORDER BY e.seq", params)
+        out: list[tuple[int, dict[str, Any]]] = []
         with no_cyclic_gc():
-            rows = cursor.fetchall()
-            if chosen is not None:
-                rows = [row for row in rows if row[0] in chosen]
-            if not rows:
-                return []
-            columns = list(zip(*rows, strict=True))
-            for index, key in enumerate(plan.read, start=2):
-                if key.type in ("BOOLEAN", JSON):
-                    try:
-                        columns[index] = tuple(decode_column(list(columns[index]), key.type))
-                    except ValueError as exc:
-                        raise ResultsError(
-                            f"{self._path}: a stored value of {key.name} is corrupt ({exc})"
-                        ) from exc
-            rows = list(zip(*columns, strict=True))
-            return self._build(rows, plan, self._exact(plan), series)
+            # A chunk of rows at a time: only the records built are held, not every
+            # row besides them.
+            while rows := cursor.fetchmany(_CHUNK):
+                if chosen is not None:
+                    rows = [row for row in rows if row[0] in chosen]
+                try:
+                    self._build(rows, plan, exact, series, out)
+                except ValueError as exc:
+                    raise ResultsError(f"{self._path}: a stored value is corrupt ({exc})"
+                                       ) from exc
+        return out
 
     def _exact(self, plan: _Plan) -> dict[int, dict[int, Any]]:
         """``seq → key id → value`` of the values of the plan's keys kept in ``exact``."""
@@ -257,20 +256,30 @@ class Reader:
         plan: _Plan,
         exact: dict[int, dict[int, Any]],
         series: bool | Collection[str],
-    ) -> list[tuple[int, dict[str, Any]]]:
+        out: list[tuple[int, dict[str, Any]]],
+    ) -> None:
+        """Append ``(seq, record)`` of each row to ``out``."""
         shapes = self.shapes()
         position = {key.id: index for index, key in enumerate(plan.read, start=2)}
         flag_at = {key.id: index for index, key in
                    enumerate(plan.flags, start=2 + len(plan.read))}
         by_id = {key.id: key for key in plan.keys}
+        # The columns whose values SQL does not give as Python's: 1/0 for booleans,
+        # JSON text for lists and dicts.
+        decoders = [(index, DECODERS[key.type]) for index, key in enumerate(plan.read, start=2)
+                    if key.type in DECODERS]
         fast: dict[int, tuple[list[str], list[int], list[int]]] = {}
         for shape, key_ids in shapes.items():
             fast[shape] = ([by_id[i].name for i in key_ids if i in position],
                            [position[i] for i in key_ids if i in position],
                            [flag_at[i] for i in key_ids if i in flag_at])
-        out = []
         for row in rows:
             seq, shape = row[0], row[1]
+            if decoders:
+                values = list(row)
+                for index, decode in decoders:
+                    values[index] = decode(values[index])
+                row = tuple(values)
             names, at, flags = fast.get(shape, ([], [], []))
             if seq in exact or any(row[i] == 0 for i in flags):
                 record = self._slow(row, shapes.get(shape, []), by_id, position, flag_at,
@@ -278,7 +287,6 @@ class Reader:
             else:
                 record = dict(zip(names, map(row.__getitem__, at), strict=True))
             out.append((seq, record))
-        return out
 
     @staticmethod
     def _slow(
