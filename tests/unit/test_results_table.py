@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlbench.cli.main import main
+from dlbench.errors import ResultsError
 from dlbench.results.export import write_records
 from dlbench.results.store import STORE_FILENAME, Store
 
@@ -45,7 +46,7 @@ def test_plain_sqlite3_and_pandas_read_a_runs_results_table(run_dir: Path) -> No
         frame = pandas.read_sql("SELECT * FROM results", db)
         types = {row[1]: row[2] for row in db.execute("PRAGMA table_info(results)")}
     assert [row[:2] for row in rows] == [(2, 2), (4, 4)]
-    for _, _, time, throughput, data in rows:
+    for _, _, time, _, data in rows:
         batch_times = json.loads(data)
         assert len(batch_times) == 3 and time == pytest.approx(sum(batch_times) / 3)
     # results.throughput = effective batch × 1000 / results.time, as the worker writes it.
@@ -123,3 +124,29 @@ def test_query_parquet_is_a_column_per_key(tmp_path: Path) -> None:
     assert frame["exp.replica_batch"].tolist() == [1, 2, 1]
     assert frame["results.time"].tolist()[:2] == [10.0, 16.0]
     assert frame["results.time_data"].tolist()[:2] == ["[9.5,10.5]", "[16.0]"]
+
+
+def test_keys_sql_cannot_name_apart_or_beyond_its_columns_keep_their_values(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dlbench.results.store import write
+
+    monkeypatch.setattr(write, "MAX_COLUMNS", 4)  # exp.id, exp.model, exp.Model#3, x
+    records = [{"exp.id": "a", "exp.model": "m", "exp.Model": "M", "x": 1, "y": [2.5]},
+               {"exp.id": "b", "y": None, "x": 2}]
+    with Store(tmp_path / "s.sqlite") as store:
+        store.put_many(records)
+        assert store.records() == records
+        assert store.records(where={"y": {"$exists": True}}, keys=["exp.id"]) == [
+            {"exp.id": "a"}, {"exp.id": "b"}]
+        assert store.records(where={"exp.Model": "M"}, keys=["exp.id"]) == [{"exp.id": "a"}]
+    with contextlib.closing(sqlite3.connect(tmp_path / "s.sqlite")) as db:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(results)")]
+    assert columns == ["exp.id", "exp.model", "exp.Model#3", "x"]  # y: no room left
+
+
+def test_parse_to_parquet_without_pyarrow_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(ResultsError, match=r"o\.parquet: writing Parquet needs pyarrow"):
+        write_records(RECORDS, tmp_path / "o.parquet")
+    assert not (tmp_path / "o.parquet").exists()
