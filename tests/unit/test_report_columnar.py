@@ -24,7 +24,7 @@ from dlbench.report.tables import REPORT_TYPES, build_table_report
 from dlbench.results.io import load_records
 from dlbench.results.query import select_records
 from dlbench.results.store import Store
-from dlbench.results.store_arrays import StoreArrays
+from dlbench.results.store.arrays import StoreArrays
 
 FORMATS = ("text", "markdown", "csv", "json")
 
@@ -139,7 +139,7 @@ def test_what_the_arrays_do_not_cover_is_left_to_the_record_path(tmp_path: Path,
                               "results.time") is None
 
 
-def test_store_arrays_known_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_store_arrays_known_answers(tmp_path: Path) -> None:
     with Store(tmp_path / "s.sqlite") as opened:
         opened.put_many([
             {"exp.id": "a", "exp.model": "m1", "results.time": 1.5, "exp.num_nodes": 1},
@@ -158,15 +158,6 @@ def test_store_arrays_known_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert values[numeric].tolist() == [1.5, 3.0]
         assert arrays.ids(np.array([3, 0])) == ["d", "a"]
         assert arrays.value("exp.model", 1) == "m2"
-    from dlbench.results import store_arrays
-
-    # Values guessed from too few rows, and too many values for a CASE: the same codes.
-    for sample, most in ((1, 256), (4096, 1)):
-        monkeypatch.setattr(store_arrays, "_SAMPLE", sample)
-        monkeypatch.setattr(store_arrays, "MAX_CASE_VALUES", most)
-        with StoreArrays(tmp_path / "s.sqlite") as arrays:
-            model = arrays.codes("exp.model")
-            assert [model.values[c] for c in model.codes] == ["m1", "m2", None, None]
     with StoreArrays(tmp_path / "s.sqlite", {"exp.model": {"$ne": "m1"}}) as arrays:
         assert len(arrays) == 2 and arrays.ids(np.arange(2)) == ["b", "c"]  # d lacks it
 

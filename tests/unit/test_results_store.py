@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import struct
 import subprocess
 import sys
 import textwrap
@@ -47,16 +46,15 @@ def test_columns_and_meta(tmp_path: Path) -> None:
     assert db.execute("SELECT value FROM meta WHERE key='format_version'").fetchone() == (
         str(FORMAT_VERSION),)
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    ids = dict(db.execute("SELECT name, id FROM keys").fetchall())
-    # Scalars typed in their key's table, the series apart (a list of floats as
-    # doubles, any other as JSON), booleans as JSON.
-    assert db.execute(f"SELECT v, typeof(v) FROM v_{ids['results.time']}").fetchall() == [
-        (2.5, "real")]
-    assert db.execute(f"SELECT v FROM s_{ids['results.time_data']}").fetchall() == [
-        (struct.pack("=d", 2.5),)]
-    assert db.execute(f"SELECT v FROM v_{ids['results.stable']}").fetchall() == [(b"true",)]
-    assert not db.execute(
-        "SELECT name FROM sqlite_master WHERE name = ?", (f"s_{ids['results.time']}",)).fetchall()
+    # One row in one table, a column per key typed as the key is declared; a list as
+    # its JSON text, a boolean as 1.
+    columns = {row[1]: row[2] for row in db.execute("PRAGMA table_info(results)")}
+    assert columns == {"exp.id": "TEXT", "exp.status": "TEXT", "results.time": "REAL",
+                       "results.time_data": "JSON", "results.stable": "BOOLEAN"}
+    assert db.execute('SELECT "exp.id", "results.time", typeof("results.time"), '
+                      '"results.time_data", "results.stable" FROM results').fetchall() == [
+        ("a", 2.5, "real", "[2.5]", 1)]
+    assert db.execute("SELECT COUNT(*) FROM exact").fetchone() == (0,)
     db.close()
 
 

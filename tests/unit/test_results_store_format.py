@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,96 @@ def test_a_corrupt_format_1_store_is_refused_and_left_as_it_was(tmp_path: Path) 
     assert db.execute("SELECT value FROM meta").fetchall() == [("1",)]
     assert db.execute("SELECT COUNT(*) FROM experiments").fetchone() == (2,)
     db.close()
+
+
+def _v2_scalar(value: Any) -> Any:
+    """A scalar as format 2 stored it in ``v_<key id>``."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value).encode()
+    if isinstance(value, float) and value != value:
+        return b"NaN"
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return str(value).encode()
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(value).encode()
+    return value
+
+
+def _v2_series(value: Any) -> Any:
+    """A list or dict as format 2 stored it in ``s_<key id>``."""
+    if type(value) is list and value and all(type(v) is float for v in value):
+        return array("d", value).tobytes()
+    return json.dumps(value)
+
+
+def _v2_store(path: Path, records: list[dict[str, Any]]) -> None:
+    """A store as format 2 wrote it (that code is gone; its schema is not)."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE experiments (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            status TEXT, updated TEXT NOT NULL, shape INTEGER NOT NULL);
+        CREATE TABLE keys (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+            kinds INTEGER NOT NULL DEFAULT 0, first, constant INTEGER NOT NULL DEFAULT 1);
+        CREATE TABLE shapes (id INTEGER PRIMARY KEY, keys TEXT NOT NULL UNIQUE);
+        INSERT INTO meta VALUES ('format_version', '2');
+    """)
+    ids: dict[str, int] = {}
+    for seq, record in enumerate(records, start=1):
+        for name in record:
+            if name not in ids:
+                ids[name] = len(ids) + 1
+                db.execute("INSERT INTO keys (id, name) VALUES (?, ?)", (ids[name], name))
+                db.execute(f"CREATE TABLE v_{ids[name]} (seq INTEGER PRIMARY KEY, v NOT NULL)")
+                db.execute(f"CREATE TABLE s_{ids[name]} (seq INTEGER PRIMARY KEY, v NOT NULL)")
+        shape = json.dumps([ids[name] for name in record], separators=(",", ":"))
+        db.execute("INSERT OR IGNORE INTO shapes (keys) VALUES (?)", (shape,))
+        (shape_id,) = db.execute("SELECT id FROM shapes WHERE keys = ?", (shape,)).fetchone()
+        db.execute("INSERT INTO experiments VALUES (?, ?, ?, ?, ?)",
+                   (seq, record["exp.id"], record.get("exp.status"),
+                    f"2026-02-0{seq}T00:00:00+00:00", shape_id))
+        for name, value in record.items():
+            series = isinstance(value, (list, dict))
+            db.execute(f"INSERT INTO {'s' if series else 'v'}_{ids[name]} VALUES (?, ?)",
+                       (seq, _v2_series(value) if series else _v2_scalar(value)))
+    db.commit()
+    db.close()
+
+
+def test_a_format_2_store_is_converted_with_every_kind_of_value(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    records = [
+        {**ODD, "exp.status": "ok", "exp.model": "resnet50", "results.time": 2.5,
+         "results.time_data": [2.5, -0.0, math.inf], "exp.replica_batch": 16},
+        {"exp.id": "second", "exp.model": None, "results.time": 3, "list": 4.5,
+         "exp.replica_batch": 32.0, "true": 1, "results.time_data": []},
+        {"exp.id": "third", "exp.status": "failure", "results.time": None, "dict": "text"},
+    ]
+    _v2_store(path, records)
+    with Store(path, create=False) as store:
+        back = store.records()
+        assert [list(r) for r in back] == [list(r) for r in records]
+        assert all(_same(a, b) for a, b in zip(back, records, strict=True))
+        assert [type(r["true"]) for r in back[:2]] == [bool, int]
+        assert store.statuses() == {"odd": "ok", "third": "failure"}
+        assert store.records(where={"exp.replica_batch": 32}, keys=["exp.id"]) == [
+            {"exp.id": "second"}]
+        store.put({"exp.id": "fourth", "exp.model": "vgg16"})
+    db = sqlite3.connect(path)
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {"meta", "experiments", "keys", "shapes", "exact", "results"}
+    assert db.execute("SELECT value FROM meta").fetchall() == [(str(FORMAT_VERSION),)]
+    assert db.execute("SELECT updated FROM experiments ORDER BY seq LIMIT 1").fetchone() == (
+        "2026-02-01T00:00:00+00:00",)
+    # What an SQL reader sees: the value where SQL holds it, NULL for null and NaN.
+    assert db.execute('SELECT "exp.id", "exp.model", "results.time", "exp.replica_batch", '
+                      '"nan" FROM results ORDER BY rowid').fetchall() == [
+        ("odd", "resnet50", 2.5, 16, None), ("second", None, 3.0, 32, None),
+        ("third", None, None, None, None), ("fourth", "vgg16", None, None, None)]
+    db.close()
+    with Store(path) as store:
+        assert len(store) == 4 and _same(store.records()[:3], records)

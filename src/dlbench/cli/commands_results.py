@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dlbench.cli.usage import note, warn
-from dlbench.results.export import write_logs
+from dlbench.errors import UsageError
+from dlbench.formats import PARQUET_FORMAT
+from dlbench.results.export import write_atomically, write_logs
 from dlbench.results.io import dumps_records, load_selected, load_table
 from dlbench.results.outputs import check_output
+from dlbench.results.parquet import parquet_bytes
 from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query
 from dlbench.results.text_table import format_table
@@ -34,20 +38,26 @@ QUERY_COLUMNS = ("exp.model", "exp.status", "results.time", "results.throughput"
 
 
 def query(args: argparse.Namespace) -> int:
-    """Print the records that match --where."""
+    """Print (or write to --output) the records that match --where."""
     flag = args.where_flag  # --where, or the deprecated alias the user typed
     where = parse_query(args.where, flag)
+    if args.format == PARQUET_FORMAT and not args.output:
+        raise UsageError("--format parquet writes a binary file: give --output FILE")
+    if args.output:
+        check_output(args.output, args.input)
     warnings: list[ParseWarning] = []
     source = f"--input {' '.join(args.input)}"
     columns = None
     if args.columns:
-        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+        columns = list(dict.fromkeys(c.strip() for c in args.columns.split(",") if c.strip()))
     try:
         # From logs (no store), a damaged or incomplete log is worth knowing about here
         # too, also when nothing matches.
-        if args.format == "json":
-            # JSON shows every key of every record: they are read whole.
-            selected = load_selected(args.input, where, flag, source, parse_warnings=warnings)
+        if args.format in ("json", PARQUET_FORMAT):
+            # Every key of every record (or every one --columns names) is read whole.
+            selected = load_selected(args.input, where, flag, source, parse_warnings=warnings,
+                                     keys=columns)
+            shown = columns
         else:
             # A table shows a few keys: only those are read.
             selected, shown = load_table(args.input, where, flag, source,
@@ -56,12 +66,25 @@ def query(args: argparse.Namespace) -> int:
     finally:
         for warning in warnings:
             warn(warning)
-    if args.format == "json":
-        print(dumps_records(selected))
+    if shown is not None and args.format == "json":
+        # --columns: those keys, in that order, as a table or CSV shows them.
+        selected = [{key: record[key] for key in shown if key in record} for record in selected]
+    if args.format == PARQUET_FORMAT:
+        write_atomically(args.output, parquet_bytes(selected, f"--output {args.output}", shown))
+        note(f"{len(selected)} record(s) written to {args.output}")
         return 0
-    # A CSV is read by programs: full precision. A table is read by people: each number
-    # at its precision (2 decimals from 1 up, 4 significant digits below).
-    fmt, floatfmt = ("csv", "{!r}") if args.format == "csv" else ("text", None)
-    for line in format_table(selected, shown, fmt=fmt, floatfmt=floatfmt):
-        print(line)
+    if args.format == "json":
+        text = dumps_records(selected) + "\n"
+    else:
+        # A CSV is read by programs: full precision. A table is read by people: each
+        # number at its precision (2 decimals from 1 up, 4 significant digits below).
+        fmt, floatfmt = ("csv", "{!r}") if args.format == "csv" else ("text", None)
+        assert shown is not None  # a table always has its columns
+        text = "".join(f"{line}\n" for line in format_table(selected, shown, fmt=fmt,
+                                                            floatfmt=floatfmt))
+    if args.output:
+        write_atomically(args.output, text.encode("utf-8"))
+        note(f"{len(selected)} record(s) written to {args.output}")
+    else:
+        sys.stdout.write(text)
     return 0

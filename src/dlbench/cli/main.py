@@ -30,7 +30,7 @@ from dlbench.cli.usage import (
     overview,
 )
 from dlbench.errors import DlbenchError
-from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS
+from dlbench.formats import DATA_FORMATS, HTML_FORMAT, PARQUET_FORMAT, REPORT_FORMATS
 from dlbench.launch.launchers import launchers
 from dlbench.report.types import report_types
 from dlbench.textsafe import safe_text
@@ -143,7 +143,8 @@ def _add_parse(sub: Subparsers) -> None:
     parse.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories")
     parse.add_argument("--recursive", action="store_true", help="search directories deeply")
     parse.add_argument("--output", metavar="FILE",
-                       help="write .json, .json.gz, .jsonl or .csv (default: JSON on stdout)")
+                       help="write .json, .json.gz, .jsonl, .csv or .parquet (default: JSON "
+                            "on stdout)")
     parse.set_defaults(handler=commands_results.parse)
 
 
@@ -152,11 +153,14 @@ def _add_query(sub: Subparsers) -> None:
                            description="Select records with DLBS's JSON query syntax.")
     _input(query)
     add_where(query, "the records to print")
-    add_format(query, format_choices(DATA_FORMATS),
-               "an aligned table (text, numbers at their precision), JSON, or CSV (full "
-               "precision)")
+    add_format(query, (*format_choices(DATA_FORMATS), PARQUET_FORMAT),
+               "an aligned table (text, numbers at their precision), JSON, CSV (full "
+               "precision), or Parquet (a column per key; needs --output and pyarrow)")
     query.add_argument("--columns", metavar="A,B,...",
-                       help="columns of the table or csv (default: the ones that vary)")
+                       help="the keys shown, in this order, in every format (default: a "
+                            "table or csv shows the ones that vary, json and parquet all)")
+    query.add_argument("--output", metavar="FILE",
+                       help="write to FILE instead of stdout (parquet: always)")
     query.set_defaults(handler=commands_results.query)
 
 

@@ -4,7 +4,7 @@
 million records, building those dicts and walking them costs tens of seconds and
 gigabytes. This builds the same report (the same tables, notes, warnings and summary,
 to the last bit of every mean) from the store's key tables read as arrays
-(:mod:`dlbench.results.store_arrays`): only the keys the report uses, and of those
+(:mod:`dlbench.results.store.arrays`): only the keys the report uses, and of those
 only the ones that vary are read at all; grouping and means are done with NumPy
 (:mod:`dlbench.report.columnar_groups`).
 
@@ -57,7 +57,7 @@ from dlbench.report.tables import (
     unstable_text,
 )
 from dlbench.results.store import STORE_FILENAME
-from dlbench.results.store_arrays import KeyCodes, NotColumnar, StoreArrays
+from dlbench.results.store.arrays import KeyCodes, NotColumnar, StoreArrays
 
 #: What :func:`~dlbench.report.grid.normalised` would fill in; a record lacking one
 #: is left to the record path.

@@ -1,5 +1,5 @@
-"""Records out: ``.json``, ``.json.gz``, ``.jsonl`` and ``.csv`` files, written whole
-or never (a temporary file beside the destination, renamed into place).
+"""Records out: ``.json``, ``.json.gz``, ``.jsonl``, ``.csv`` and ``.parquet`` files,
+written whole or never (a temporary file beside the destination, renamed into place).
 
 CSV has no types, so a cell is written so that it reads back as what it was: a
 non-string value as its JSON text, a string raw unless it would itself read back as
@@ -7,7 +7,8 @@ JSON (``"0"``, ``"true"``, ``""``, ``"[1]"``), in which case it is JSON-quoted.
 
 The JSON formats are written as the records come, so that records parsed from many
 logs (:func:`dlbench.results.parser.iter_logs`) go to a file without ever being held
-together; a CSV needs every column before its first row, so it holds them.
+together; a CSV or a Parquet file needs every column before its first row, so it
+holds them (Parquet: :mod:`dlbench.results.parquet`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,14 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from dlbench.errors import ResultsError
+from dlbench.results.parquet import parquet_bytes
 from dlbench.results.parser import ParseWarning, iter_logs_as, stream_logs
 from dlbench.results.rawjson import RawJSON
 
-WRITE_FORMATS = (".json", ".json.gz", ".jsonl", ".csv")
+WRITE_FORMATS = (".json", ".json.gz", ".jsonl", ".csv", ".parquet")
+
+#: The formats that need every record before the first is written.
+_HELD_FORMATS = (".csv", ".parquet")
 
 
 def _suffix(path: Path) -> str:
@@ -185,10 +190,10 @@ def write_atomically(path: str | Path, data: bytes) -> None:
 def write_records(records: Iterable[Mapping[str, Any]], path: str | Path) -> int:
     """Write records to ``path`` in the format its extension names; their count.
 
-    ``.json`` (``{"data": [...]}``, one record per line), ``.json.gz``, ``.jsonl``
-    or ``.csv`` (columns: every key, in first-seen order). The file is written
+    ``.json`` (``{"data": [...]}``, one record per line), ``.json.gz``, ``.jsonl``,
+    ``.csv`` or ``.parquet`` (columns: every key, in first-seen order). The file is written
     beside its destination and renamed into place, so it is never half-written.
-    The JSON formats are written as ``records`` yields them (a CSV holds them all).
+    The JSON formats are written as ``records`` yields them (CSV and Parquet hold them all).
     Any other extension raises ``ResultsError``, before a record is asked for.
     """
     path = Path(path)
@@ -197,10 +202,12 @@ def write_records(records: Iterable[Mapping[str, Any]], path: str | Path) -> int
         raise ResultsError(
             f"cannot write {path}: unknown extension; accepted: {' '.join(WRITE_FORMATS)}"
         )
-    if kind == ".csv" or (kind == ".json.gz" and not _ZLIB_GZIP):
+    if kind in _HELD_FORMATS or (kind == ".json.gz" and not _ZLIB_GZIP):
         held = list(records)
         if kind == ".csv":
             data = _csv_text(held).encode("utf-8")
+        elif kind == ".parquet":
+            data = parquet_bytes(held, str(path))
         else:  # mtime=0: the same records always give the same bytes
             data = gzip.compress(dumps_records(held).encode("utf-8"), mtime=0)
         write_atomically(path, data)
@@ -259,7 +266,7 @@ def write_logs(
     for a CSV): the worker processes that read the logs also encode them as JSON.
     """
     kind = _suffix(Path(output)) if output is not None else ".json"
-    if output is not None and (kind == ".csv" or kind not in WRITE_FORMATS
+    if output is not None and (kind in _HELD_FORMATS or kind not in WRITE_FORMATS
                                or (kind == ".json.gz" and not _ZLIB_GZIP)):
         return write_records(stream_logs(paths, recursive, on_warning=on_warning, jobs=jobs),
                              output)

@@ -42,8 +42,8 @@ from dlbench.results.jsontext import loads_json
 from dlbench.results.parser import ParseWarning, parse_logs
 from dlbench.results.query import distinct_values, filter_records, no_match_error
 from dlbench.results.store import STORE_FILENAME, Store
-from dlbench.results.store_columns import series_wanted
-from dlbench.results.store_read import Survey
+from dlbench.results.store.columns import series_wanted
+from dlbench.results.store.read import Survey
 from dlbench.results.text_table import choose_columns, swept, table_columns
 
 __all__ = ["WRITE_FORMATS", "dump_records", "dumps_records", "load_dataframe", "load_records",

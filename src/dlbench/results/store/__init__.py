@@ -1,15 +1,21 @@
-"""The results store of a run directory: one SQLite file, a column per key.
+"""The results store of a run directory: one SQLite file, one table ``results``.
+
+Every record is a row of ``results``, a column per key, typed as the key is declared
+(:mod:`dlbench.results.store.columns`), so that ``sqlite3``, pandas, DuckDB or any
+SQL client reads a run without dlbench::
+
+    pandas.read_sql('SELECT "exp.model", "results.throughput" FROM results', db)
 
 SQLite because a run can last days and be killed at any moment: every ``put`` is
 one transaction, so the store holds each experiment either whole or not at all, and
 WAL mode with a busy timeout lets several runner processes (one per node, or a
-resumed run next to a report) share the file.
+resumed run next to a report) share the file while readers read.
 
-The layout is columnar (:mod:`dlbench.results.store_columns`): each key has a narrow
-table of its typed scalar values and, apart, one of its lists and dicts, so that a
-query reads only the keys it names, in SQL (:mod:`dlbench.results.query_sql`), and a
-report that needs scalars never reads ``results.time_data``. Which keys a record
-has, in which order, is its *shape*, shared by the records of a sweep.
+Beside ``results``, dlbench keeps what gives back each record exactly as it was
+written: ``experiments`` (its position ``seq``, status, time written and *shape*:
+which keys it has, in which order), ``keys`` (each key's column and type),
+``shapes``, and ``exact`` (the values a column does not hold exactly: NaN, ``1`` in a
+column of floats, a list where numbers are expected).
 
 Format history (``meta.format_version``):
 
@@ -17,8 +23,12 @@ Format history (``meta.format_version``):
    record TEXT)``; ``seq`` keeps first-insertion order, ``record`` is the JSON record.
 2. ``experiments(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, status, updated, shape)``,
    ``keys(id, name, kinds, first, constant)``, ``shapes(id, keys)`` (the JSON list of
-   key ids in record order), ``v_<key id>(seq, v)`` and ``s_<key id>(seq, v)``. A
-   version 1 store is converted when it is opened, in one transaction.
+   key ids in record order), and a narrow table per key, ``v_<key id>(seq, v)`` and
+   ``s_<key id>(seq, v)``: readable by dlbench only.
+3. One wide table ``results`` (``exp.id`` and a column per key), ``experiments(seq,
+   id, status, updated, shape)``, ``keys(id, name, column_name, type)``, ``shapes(id,
+   keys)``, ``exact(seq, key, value)``. Stores of formats 1 and 2 are converted when
+   they are opened, in one transaction (:mod:`dlbench.results.store.legacy`).
 
 Example::
 
@@ -37,40 +47,24 @@ from types import TracebackType
 from typing import Any
 
 from dlbench.errors import ResultsError
-from dlbench.results import query_sql
 from dlbench.results.sqlite_files import connect_read_only
-from dlbench.results.store_read import Reader, Survey
-from dlbench.results.store_write import Writer
+from dlbench.results.store import legacy
+from dlbench.results.store.read import Reader, Survey
+from dlbench.results.store.where import register
+from dlbench.results.store.write import SCHEMA, Writer
+
+__all__ = ["FORMAT_VERSION", "STORE_FILENAME", "Store", "Survey"]
 
 STORE_FILENAME = "results.sqlite"
 
 #: The newest store format this code reads and writes (see the module's history).
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 #: How long a writer waits for another process's transaction before giving up.
 _BUSY_TIMEOUT_S = 60.0
 
-#: Format 1 records converted per batch when a store is upgraded.
+#: Records of an older format converted per batch when a store is upgraded.
 _MIGRATE_CHUNK = 5_000
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE experiments (
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    status TEXT,
-    updated TEXT NOT NULL,
-    shape INTEGER NOT NULL
-);
-CREATE TABLE keys (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    kinds INTEGER NOT NULL DEFAULT 0,
-    first,
-    constant INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE shapes (id INTEGER PRIMARY KEY, keys TEXT NOT NULL UNIQUE)
-"""
 
 
 class Store:
@@ -114,7 +108,7 @@ class Store:
         except ResultsError:
             self._db.close()
             raise
-        query_sql.register(self._db)
+        register(self._db)
         self._reader = Reader(self._db, self.path)
 
     @classmethod
@@ -177,32 +171,41 @@ class Store:
                 self._make_tables()
 
     def _make_tables(self) -> None:
-        for statement in _SCHEMA.split(";"):
+        for statement in SCHEMA.split(";"):
             self._db.execute(statement)
         self._db.execute(
             "INSERT INTO meta (key, value) VALUES ('format_version', ?)", (str(FORMAT_VERSION),)
         )
 
     def _migrate(self) -> None:
-        """Convert a version 1 store (whole JSON records) to this layout, in one
-        transaction: a reader sees the old store or the new one, never half of each.
-        The old records are read a chunk at a time, so memory stays bounded."""
+        """Convert a store of format 1 or 2 to this layout, in one transaction: a
+        reader sees the old store or the new one, never half of each. The old records
+        are read a chunk at a time, so memory stays bounded."""
         try:
             with self._transaction():
-                if self._version() != 1:
+                version = self._version()
+                if version == FORMAT_VERSION:
                     return  # another process converted it while we waited for the lock
-                self._db.execute("ALTER TABLE experiments RENAME TO experiments_v1")
+                for table in ("experiments", "keys", "shapes"):
+                    if table in self._tables():
+                        self._db.execute(f"ALTER TABLE {table} RENAME TO {table}_old")
                 self._db.execute("DROP TABLE meta")
                 self._make_tables()
-                cursor = self._db.cursor()  # its own cursor: the writer uses the connection
-                cursor.execute("SELECT id, updated, record FROM experiments_v1 ORDER BY seq")
-                while rows := cursor.fetchmany(_MIGRATE_CHUNK):
-                    self._writer.write([self._v1_record(exp_id, text) for exp_id, _, text in rows],
-                                       [updated for _, updated, _ in rows])
-                self._db.execute("DROP TABLE experiments_v1")
+                if version == 1:
+                    for rows in legacy.format1_records(self._db, "experiments_old",
+                                                       _MIGRATE_CHUNK):
+                        self._writer.write([self._v1_record(i, text) for i, _, text in rows],
+                                           [updated for _, updated, _ in rows])
+                else:
+                    for chunk in legacy.format2_records(self._db, "_old", _MIGRATE_CHUNK):
+                        self._writer.write([record for _, record in chunk],
+                                           [updated for updated, _ in chunk])
+                    for table in [*legacy.format2_tables(self._db), "keys_old", "shapes_old"]:
+                        self._db.execute(f"DROP TABLE {table}")
+                self._db.execute("DROP TABLE experiments_old")
         except sqlite3.OperationalError as exc:
             raise ResultsError(
-                f"results store {self.path} has format version 1 and could not be converted "
+                f"results store {self.path} has an older format and could not be converted "
                 f"to version {FORMAT_VERSION} ({exc}); open it once where it is writable"
             ) from exc
 
@@ -294,7 +297,7 @@ class Store:
         choose: Callable[[Survey], Collection[str]],
     ) -> tuple[Survey, list[dict[str, Any]]]:
         """What a table of the records ``where`` selects needs, in one read: a
-        :class:`~dlbench.results.store_read.Survey` of them (the keys they have, and
+        :class:`~dlbench.results.store.read.Survey` of them (the keys they have, and
         which of those ``surveyed`` accepts vary, decided in SQL without building a
         record), and the records with only the keys ``choose(survey)`` names."""
         return self._reader.survey_records(where=where, surveyed=surveyed, choose=choose)

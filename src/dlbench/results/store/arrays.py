@@ -1,0 +1,351 @@
+"""A store's keys as arrays, one key at a time, for code that works a column at a time.
+
+:mod:`dlbench.results.store.read` builds a dict per record; over a million records
+that costs seconds and gigabytes before any arithmetic starts. Here a key comes back
+as NumPy arrays aligned with the selected experiments (in ``seq`` order), read from
+its one column of ``results`` (and the rare values of ``exact``):
+
+- which experiments have a key is read from their shapes (one short text per store);
+- a key of a few distinct values comes back as small integer codes, and the list of
+  those values;
+- a numeric key comes back as a float array, with which experiments hold a number.
+
+Every read is one query inside one read transaction, so the arrays are one snapshot
+of the store. What this module does not cover (a key holding lists in some records
+and scalars in others, NaN, values that differ in type but are equal in Python)
+raises :class:`NotColumnar`; callers then read records whole.
+
+Example::
+
+    with StoreArrays("runs/sweep/results.sqlite") as arrays:
+        model = arrays.codes("exp.model")     # KeyCodes(codes=array([0, 1, 0]), ...)
+        time, has_time = arrays.numbers("results.time")
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from dlbench.errors import ResultsError
+from dlbench.results.sqlite_files import connect_read_only
+from dlbench.results.store import Store
+from dlbench.results.store.columns import Key, decode_column
+from dlbench.results.store.read import Reader
+from dlbench.results.store.where import register
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class NotColumnar(Exception):
+    """The store holds something the array reads do not cover; read records whole."""
+
+
+@dataclass
+class KeyCodes:
+    """One key over the selected experiments: ``codes[i]`` indexes ``values``.
+
+    An experiment without the key has the code of ``None`` (as ``record.get`` would
+    give), and ``present`` tells the two apart. Two codes never stand for values that
+    Python finds equal (``1`` and ``1.0``, ``True`` and ``1``): such a key raises
+    :class:`NotColumnar` instead.
+    """
+
+    codes: np.ndarray
+    values: list[Any]
+    present: np.ndarray
+
+
+@dataclass
+class KeyInfo:
+    """What the store holds under one key, over every experiment stored."""
+
+    name: str
+    #: Every value stored under the key is this one scalar (``first``).
+    single: bool
+    first: Any
+
+    def single_value(self) -> bool:
+        """Whether every value stored under the key is one scalar (``first``)."""
+        return self.single
+
+
+class StoreArrays:
+    """An open store, read key by key as arrays over the experiments ``where`` selects
+    (a parsed query; all when None), in the order they were first stored.
+
+    ``ResultsError`` for a path that is not a store.
+    """
+
+    def __init__(self, path: str | Path, where: Mapping[str, Any] | None = None) -> None:
+        self.path = Path(path)
+        # Opening it as a Store checks that it is one and converts an old format.
+        with Store(self.path, create=False):
+            pass
+        self._db = connect_read_only(self.path, "results store")
+        try:
+            register(self._db)
+            self._db.execute("BEGIN")  # one snapshot for every read below
+            self._open(where)
+        except sqlite3.Error as exc:
+            self.close()
+            raise ResultsError(f"cannot read results store {self.path}: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, where: Mapping[str, Any] | None) -> None:
+        reader = Reader(self._db, self.path)
+        self._keys: dict[str, Key] = reader.catalogue()
+        rows = self._db.execute("SELECT seq, shape FROM experiments ORDER BY seq").fetchall()
+        self._all_seqs = np.array([row[0] for row in rows], dtype=np.int64)
+        all_shapes = np.array([row[1] for row in rows], dtype=np.int64)
+        if where:
+            chosen = reader.selected(where, self._keys)
+            self._mask: np.ndarray | None = np.isin(self._all_seqs, chosen)
+        else:
+            self._mask = None
+        self.seqs = self._selected(self._all_seqs)
+        # Shapes numbered 0..k-1 (few: one per kind of record in a sweep), so that
+        # which experiments have a key is a lookup in a table of k booleans.
+        shape_ids, dense = np.unique(all_shapes, return_inverse=True)
+        self._shape_ids = shape_ids.tolist()
+        self._all_shape_index = dense.reshape(-1)
+        self.shape_index = self._selected(self._all_shape_index)
+        keys_of = {shape: frozenset(ids) for shape, ids in reader.shapes().items()}
+        self._shape_keys = [keys_of.get(shape, frozenset()) for shape in self._shape_ids]
+        self._present: dict[str, np.ndarray] = {}
+        self._values: dict[str, list[Any]] = {}
+        self._infos: dict[str, KeyInfo] = {}
+
+    def __len__(self) -> int:
+        return int(self.seqs.size)
+
+    def _positions(self) -> np.ndarray:
+        """The positions of the selected experiments among all of them."""
+        return np.arange(self._all_seqs.size) if self._mask is None else np.flatnonzero(self._mask)
+
+    def info(self, key: str) -> KeyInfo | None:
+        """What the store holds under ``key``; None when no experiment ever had it."""
+        if key not in self._keys:
+            return None
+        if key not in self._infos:
+            held = [v for v, p in zip(self._all_values(key), self._present_all(key).tolist(),
+                                      strict=True) if p]
+            scalars = [v for v in held if not isinstance(v, (list, dict))]
+            single = bool(held) and len(scalars) == len(held) and not _varies(scalars)
+            self._infos[key] = KeyInfo(key, single, scalars[0] if scalars else None)
+        return self._infos[key]
+
+    def shape_has(self, key: str) -> np.ndarray:
+        """For each shape (numbered as in :attr:`shape_index`), whether it has ``key``."""
+        found = self._keys.get(key)
+        return np.array([found is not None and found.id in keys for keys in self._shape_keys],
+                        dtype=bool)
+
+    def shape_keys(self, shapes: np.ndarray) -> set[str]:
+        """Every key some experiment of one of ``shapes`` (numbered as in
+        :attr:`shape_index`) has."""
+        names = {key.id: name for name, key in self._keys.items()}
+        ids: set[int] = set()
+        for shape in np.unique(shapes).tolist():
+            ids.update(self._shape_keys[shape])
+        return {names[i] for i in ids if i in names}
+
+    def _present_all(self, key: str) -> np.ndarray:
+        """Which of all experiments have the key, from their shapes."""
+        if key not in self._present:
+            self._present[key] = self.shape_has(key)[self._all_shape_index]
+        return self._present[key]
+
+    def _selected(self, column: np.ndarray) -> np.ndarray:
+        return column if self._mask is None else column[self._mask]
+
+    def present(self, key: str) -> np.ndarray:
+        """Which selected experiments have ``key`` (with any value, ``None`` included)."""
+        return self._selected(self._present_all(key))
+
+    def _query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[Any]:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise ResultsError(f"cannot read results store {self.path}: {exc}") from exc
+
+    def _all_values(self, key: str) -> list[Any]:
+        """The value of ``key`` of every experiment stored (None where it has none)."""
+        if key in self._values:
+            return self._values[key]
+        found = self._keys.get(key)
+        size = int(self._all_seqs.size)
+        if found is None:
+            return [None] * size
+        if found.column:
+            rows = self._query(f'SELECT r.{found.sql} FROM experiments AS e JOIN results AS r '
+                               'ON r."exp.id" = e.id ORDER BY e.seq')
+            if len(rows) != size:
+                raise ResultsError(f"{self.path}: the rows of results do not match the "
+                                   "experiments (the file was changed by hand?)")
+            try:
+                values = decode_column([row[0] for row in rows], found.type)
+            except ValueError as exc:
+                raise ResultsError(f"{self.path}: a stored value of {key} is corrupt") from exc
+        else:
+            values = [None] * size
+        exact = self._query("SELECT seq, value FROM exact WHERE key = ? ORDER BY seq", (found.id,))
+        if exact:
+            positions = np.searchsorted(self._all_seqs, [row[0] for row in exact]).tolist()
+            for position, (_, text) in zip(positions, exact, strict=True):
+                values[position] = json.loads(text)
+        self._values[key] = values
+        return values
+
+    def codes(self, key: str) -> KeyCodes:
+        """``key`` over the selected experiments as codes into its distinct values."""
+        present_all = self._present_all(key)
+        if key not in self._keys or not present_all.any():
+            size = len(self)
+            return KeyCodes(np.zeros(size, dtype=np.int64), [None], np.zeros(size, dtype=bool))
+        all_values = self._all_values(key)
+        held = [v for v, p in zip(all_values, present_all.tolist(), strict=True) if p]
+        lists = [isinstance(v, (list, dict)) for v in held]
+        if any(lists) and not all(lists):
+            raise NotColumnar(f"{key} holds lists or dicts in some records, not in others")
+        if not any(lists):
+            types = set(map(type, held))
+            if (float in types and int in types) or any(
+                    (type(v) is float and math.isnan(v)) or (type(v) is int and
+                    not _INT64[0] <= v <= _INT64[1]) for v in held):
+                # NaN, and 1 next to 1.0: what a dict of records does there is left to it.
+                raise NotColumnar(f"{key} holds values SQL does not tell apart as Python does")
+        index: dict[Any, int] = {}
+        values: list[Any] = []
+        if types_are_ints(held):
+            values = sorted(set(held))
+            index = {(int, v): i for i, v in enumerate(values)}
+        for value in held:
+            marker = _marker(value)
+            if marker not in index:
+                index[marker] = len(values)
+                values.append(value)
+        values = _with_none(values)
+        none = values.index(None)
+        full = np.full(self._all_seqs.size, none, dtype=np.int64)
+        full[present_all] = [index[_marker(v)] for v in held]
+        return KeyCodes(self._selected(full), values, self._selected(present_all))
+
+    def first_value(self, key: str) -> Any:
+        """The first scalar stored under ``key`` (the only one where :meth:`info` says
+        it is single); None when there is none."""
+        found = self.info(key)
+        return None if found is None else found.first
+
+    def other_than(self, key: str, value: str) -> tuple[np.ndarray, list[Any]]:
+        """The positions of the selected experiments whose ``key`` is a scalar other
+        than the string ``value`` (``exp.status`` other than ``ok``), and those values."""
+        if key not in self._keys:
+            return np.zeros(0, dtype=np.int64), []
+        present = self._present_all(key)
+        all_values = self._all_values(key)
+        if any(isinstance(v, (list, dict)) for v, p in zip(all_values, present.tolist(),
+                                                            strict=True) if p):
+            raise NotColumnar(f"{key} holds lists or dicts")
+        positions, values = [], []
+        for position, all_position in enumerate(self._positions().tolist()):
+            held = all_values[all_position]
+            if present[all_position] and not (type(held) is str and held == value):
+                positions.append(position)
+                values.append(held)
+        return np.array(positions, dtype=np.int64), values
+
+    def numbers(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """``key`` over the selected experiments as floats, and which hold a finite
+        number (an int or a float, not a bool: what a report can average)."""
+        values = np.full(self._all_seqs.size, np.nan)
+        if key in self._keys:
+            present = self._present_all(key).tolist()
+            for position, (held, has) in enumerate(zip(self._all_values(key), present,
+                                                       strict=True)):
+                if not has or type(held) not in (int, float):
+                    continue
+                if (type(held) is float and math.isnan(held)) or (type(held) is int and not (
+                        _INT64[0] <= held <= _INT64[1])):
+                    raise NotColumnar(f"{key} holds values SQL does not compare exactly (NaN)")
+                values[position] = held
+        values = self._selected(values)
+        return values, np.isfinite(values)
+
+    def ids(self, positions: np.ndarray) -> list[str]:
+        """The ``exp.id`` of the selected experiments at ``positions``."""
+        seqs = [int(s) for s in self.seqs[positions]]
+        if not seqs:
+            return []
+        marks = ", ".join("?" * len(seqs))
+        found = dict(self._query(f"SELECT seq, id FROM experiments WHERE seq IN ({marks})",
+                                 seqs))
+        return [str(found[seq]) for seq in seqs]
+
+    def value(self, key: str, position: int, default: Any = None) -> Any:
+        """The value of ``key`` of the selected experiment at ``position`` (a list or
+        dict too), or ``default`` when it has none."""
+        if key not in self._keys:
+            return default
+        all_position = int(self._positions()[position])
+        if not self._present_all(key)[all_position]:
+            return default
+        return self._all_values(key)[all_position]
+
+    def close(self) -> None:
+        """End the read transaction and close the connection."""
+        try:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+        except sqlite3.Error:
+            pass  # a read transaction has nothing to keep; a damaged file says so itself
+        finally:
+            self._db.close()
+
+    def __enter__(self) -> StoreArrays:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def types_are_ints(values: list[Any]) -> bool:
+    """Whether every value is an ``int`` (not a bool): their codes follow their order."""
+    return bool(values) and set(map(type, values)) == {int}
+
+
+def _marker(value: Any) -> Any:
+    """What tells two values apart as their JSON texts do, hashable."""
+    if isinstance(value, (list, dict)):
+        return ("json", json.dumps(value, sort_keys=True))
+    return (type(value), value)
+
+
+def _varies(values: list[Any]) -> bool:
+    return len({_marker(v) for v in values}) > 1
+
+
+def _with_none(values: list[Any]) -> list[Any]:
+    """``values`` with ``None`` among them (the code of an absent key), after checking
+    that no two of them are equal in Python, as a dict of records would merge them."""
+    # A set merges 1, 1.0 and True, as dict keys do; lists and dicts compare as JSON.
+    seen = {("json", json.dumps(v, sort_keys=True)) if isinstance(v, (list, dict)) else v
+            for v in values}
+    if len(seen) < len(values):
+        raise NotColumnar(f"some values are equal in Python but stored apart: {values[:8]}")
+    return values if any(v is None for v in values) else [*values, None]
