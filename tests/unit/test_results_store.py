@@ -150,3 +150,18 @@ def test_committed_records_survive_kill_9_of_the_writer(tmp_path: Path) -> None:
             "exp.status": "ok",
             "results.time_data": [float(i)] * 500,
         }
+
+
+def test_a_new_store_appears_whole(tmp_path: Path) -> None:
+    # A reader opening the store as a run starts must never find an SQLite file
+    # without its tables: the tables are made beside it and the file takes the name.
+    from dlbench.results.store import _create_whole
+
+    path = tmp_path / "results.sqlite"
+    _create_whole(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.sqlite"]
+    with Store(path, create=False) as store:
+        assert list(store.records()) == []
+    before = path.read_bytes()
+    _create_whole(path)  # a store made meanwhile (by another runner) stands
+    assert path.read_bytes() == before

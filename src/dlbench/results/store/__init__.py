@@ -40,6 +40,7 @@ Example::
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
@@ -67,6 +68,39 @@ _BUSY_TIMEOUT_S = 60.0
 _MIGRATE_CHUNK = 5_000
 
 
+def _make_tables(db: sqlite3.Connection) -> None:
+    for statement in SCHEMA.split(";"):
+        db.execute(statement)
+    db.execute("INSERT INTO meta (key, value) VALUES ('format_version', ?)",
+               (str(FORMAT_VERSION),))
+
+
+def _create_whole(path: Path) -> None:
+    """Make a new, empty store at ``path`` so that it appears whole: its tables are
+    written to a file beside it, which then takes the store's name. A reader that
+    opens the store at any moment (``dlbench status`` as a run starts) finds either no
+    file or a store with its tables, never an SQLite file without them. Where the file
+    system cannot link, or another runner made the store first, nothing is done here
+    and the store is opened (and, if need be, made) in place as before."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        db = sqlite3.connect(str(temp), isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")  # a property of the file, kept
+            db.execute("BEGIN IMMEDIATE")
+            _make_tables(db)
+            db.execute("COMMIT")
+        finally:
+            db.close()
+        os.link(temp, path)  # never replaces: a store made meanwhile stands
+    except (OSError, sqlite3.Error):
+        pass
+    finally:
+        for leftover in (temp, temp.with_name(f"{temp.name}-wal"),
+                         temp.with_name(f"{temp.name}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
 class Store:
     """An open results store (an SQLite file). Usable as a context manager.
 
@@ -85,6 +119,8 @@ class Store:
                 raise ResultsError(
                     f"results store {self.path} is a directory, not an SQLite file")
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                _create_whole(self.path)
             try:
                 # isolation_level=None: we issue BEGIN/COMMIT ourselves so a put is
                 # exactly one transaction, never merged with what the module would start.
@@ -171,11 +207,7 @@ class Store:
                 self._make_tables()
 
     def _make_tables(self) -> None:
-        for statement in SCHEMA.split(";"):
-            self._db.execute(statement)
-        self._db.execute(
-            "INSERT INTO meta (key, value) VALUES ('format_version', ?)", (str(FORMAT_VERSION),)
-        )
+        _make_tables(self._db)
 
     def _migrate(self) -> None:
         """Convert a store of format 1 or 2 to this layout, in one transaction: a
