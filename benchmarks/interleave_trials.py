@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dlbench.report.compare import compare_records
+from dlbench.report.compare.compare import compare_records
 from dlbench.results.io import load_records
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from dlbench.report.html import write_html_report
-from dlbench.report.tables import build_table_report
+from dlbench.report.html.page import write_html_report
+from dlbench.report.tables.reports import build_table_report
 from dlbench.results import load_records
 from tests.e2e.chromium import chromium_driver, require_chromium
 
@@ -133,7 +133,7 @@ def test_report_opens_in_chromium_without_errors(
 def test_operators_and_memory_section_in_chromium(tmp_path: Path, driver: Any) -> None:
     """A profiled record's operator table sorts by click; its memory chart is laid out."""
     from dlbench.report.cells import Report
-    from dlbench.report.html import render_html
+    from dlbench.report.html.page import render_html
 
     ops = [{"name": name, "calls": 2, "self_device_ms": 0.0, "self_host_ms": ms, "share": ms / 50}
            for name, ms in (("aten::mm", 20.0), ("aten::relu", 2.0), ("aten::add", 6.0))]
@@ -161,8 +161,8 @@ def test_operators_and_memory_section_in_chromium(tmp_path: Path, driver: Any) -
 def test_serving_curve_over_six_loads_in_chromium(tmp_path: Path, driver: Any) -> None:
     """A serving report of six offered loads: its chart is laid out at a real size, with
     the knee and the bound drawn, and its table has a row per load."""
-    from dlbench.report.html import render_html
-    from dlbench.report.serving import build_serving_report
+    from dlbench.report.html.page import render_html
+    from dlbench.report.serving.report import build_serving_report
 
     records = [{"exp.status": "ok", "exp.framework": "fake", "exp.model": "resnet50",
                 "exp.phase": "inference", "exp.scenario": "server", "exp.target_qps": q,

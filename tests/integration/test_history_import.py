@@ -262,7 +262,8 @@ def test_errors_are_one_line_naming_the_flag(
 
 
 def test_the_parser_defaults_are_the_library_defaults() -> None:
-    from dlbench.report import changepoint, history_changes
+    from dlbench.report.history import changepoint
+    from dlbench.report.history import changes as history_changes
 
     assert commands_history._P_VALUE == changepoint.DEFAULT_P_THRESHOLD
     assert commands_history._PERMUTATIONS == changepoint.DEFAULT_PERMUTATIONS

@@ -16,9 +16,9 @@ import pytest
 
 from dlbench.config import load_spec, plan_experiments
 from dlbench.launch.runner import Runner, SweepResult
-from dlbench.report.baseline import Baseline, Benchmark
-from dlbench.report.gpu_reports import train_items
-from dlbench.report.scorecard import scorecard_report
+from dlbench.report.scorecard.baseline import Baseline, Benchmark
+from dlbench.report.scorecard.gpu_reports import train_items
+from dlbench.report.scorecard.scorecard import scorecard_report
 from dlbench.results.parser import parse_log
 
 # Two copies on a core each: pinned to two cores (skipped with fewer).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dlbench.report.changepoint import ChangePoint, detect_change_points, segment_means
+from dlbench.report.history.changepoint import ChangePoint, detect_change_points, segment_means
 
 RUNS = 60
 STEP_AT = 40

@@ -15,7 +15,7 @@ from dlbench.config.identity import belongs_to, configuration_hash, identity_par
 from dlbench.config.params import Param
 from dlbench.config.registry import register_framework, unregister_framework
 from dlbench.launch.memo import memory_key
-from dlbench.report.compare import compare_records
+from dlbench.report.compare.compare import compare_records
 from dlbench.results.history_records import config_key, configuration
 
 PLUG = FrameworkInfo(

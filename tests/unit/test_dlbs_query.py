@@ -29,7 +29,7 @@ import pytest
 
 from dlbench.cli.main import main
 from dlbench.errors import ResultsError
-from dlbench.report.charts import build_series
+from dlbench.report.charts.charts import build_series
 from dlbench.results.io import write_records
 from dlbench.results.query import match
 

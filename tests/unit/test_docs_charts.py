@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from dlbench.cli.main import main
-from dlbench.report.charts import PNG_KEY
-from dlbench.report.html import render_html
-from dlbench.report.html_charts import report_charts
-from dlbench.report.tables import build_table_report
+from dlbench.report.charts.charts import PNG_KEY
+from dlbench.report.html.charts import report_charts
+from dlbench.report.html.page import render_html
+from dlbench.report.tables.reports import build_table_report
 from dlbench.results.io import write_records
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from dlbench.report.baseline import Baseline, Benchmark, make_baseline
-from dlbench.report.gpu_reports import (
+from dlbench.report.scorecard.baseline import Baseline, Benchmark, make_baseline
+from dlbench.report.scorecard.gpu_reports import (
     TrainItem,
     copies_of,
     copy_batch_times,
@@ -18,7 +18,7 @@ from dlbench.report.gpu_reports import (
     train_item,
     train_items,
 )
-from dlbench.report.scorecard import evaluate, scorecard_report
+from dlbench.report.scorecard.scorecard import evaluate, scorecard_report
 
 
 def _observations(mean_s: float, low_s: float, high_s: float) -> list[float]:

@@ -276,7 +276,7 @@ def test_the_checks_catch_what_they_are_for() -> None:
     imports = [
         imp("dlbench.worker.experiment", "dlbench.launch.runner"),  # worker -> parent
         imp("dlbench.config.catalog", "dlbench.backends.pytorch", lazy=True),  # upward, lazy
-        imp("dlbench.report.html", "dlbench.measure.stats", typing_only=True),
+        imp("dlbench.report.html.page", "dlbench.measure.stats", typing_only=True),
         imp("dlbench.launch.runner", "dlbench.measure.stats"),  # the allowed exception
         imp("dlbench.results.store", "dlbench.errors"),  # the shared base
         imp("dlbench.models.jax", "dlbench.models.pytorch"),  # within a package
@@ -287,7 +287,7 @@ def test_the_checks_catch_what_they_are_for() -> None:
     ]
     assert layering_violations(imports) == [
         "dlbench.config.catalog:1 -> dlbench.backends.pytorch (lazy)",
-        "dlbench.report.html:1 -> dlbench.measure.stats (TYPE_CHECKING)",
+        "dlbench.report.html.page:1 -> dlbench.measure.stats (TYPE_CHECKING)",
         "dlbench.worker.experiment:1 -> dlbench.launch.runner",
     ]
     assert framework_imports(imports) == ["dlbench.cli.main:1 -> torch"]
@@ -317,7 +317,7 @@ def test_importing_the_parent_side_loads_no_framework() -> None:
     after_cli, after_all = json.loads(proc.stdout)
     loaded = {name.split(".")[0] for name in after_all}
     assert not loaded & FRAMEWORKS
-    assert "dlbench.launch.runner" in after_all and "dlbench.report.html" in after_all
+    assert "dlbench.launch.runner" in after_all and "dlbench.report.html.page" in after_all
     # The CLI's own start-up leaves reports (matplotlib, scipy) for the commands that
     # need them.
     assert not {name.split(".")[0] for name in after_cli} & {"matplotlib", "scipy"}

@@ -13,8 +13,8 @@ import pytest
 
 from dlbench.launch.interleave import INTERLEAVED, run_interleaved
 from dlbench.measure.stats import summarize_times
-from dlbench.report.compare import compare_records
-from dlbench.report.compare_paired import paired_ratio, paired_values, process_medians
+from dlbench.report.compare.compare import compare_records
+from dlbench.report.compare.paired import paired_ratio, paired_values, process_medians
 
 
 def test_process_medians_split_the_pooled_batches_by_process() -> None:

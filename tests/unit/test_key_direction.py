@@ -16,10 +16,10 @@ import pytest
 
 from dlbench.cli.main import main
 from dlbench.errors import MetricError
-from dlbench.report.baseline import Baseline, Benchmark, make_baseline, parse_baseline
-from dlbench.report.compare import compare_records
-from dlbench.report.history_changes import analyse_history
-from dlbench.report.scorecard import evaluate
+from dlbench.report.compare.compare import compare_records
+from dlbench.report.history.changes import analyse_history
+from dlbench.report.scorecard.baseline import Baseline, Benchmark, make_baseline, parse_baseline
+from dlbench.report.scorecard.scorecard import evaluate
 from dlbench.results.history_records import history_row
 from dlbench.results.key_table import PLACEHOLDERS, RESULT_KEYS
 from dlbench.results.keys import better, higher_is_better

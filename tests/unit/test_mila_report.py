@@ -17,9 +17,9 @@ import pytest
 
 from dlbench.cli.main import main
 from dlbench.errors import ResultsError
-from dlbench.report.baseline import Baseline, Benchmark, parse_baseline
-from dlbench.report.scorecard import scorecard_report
-from dlbench.report.verdicts import Figures, mila_verdicts, run_statistics
+from dlbench.report.scorecard.baseline import Baseline, Benchmark, parse_baseline
+from dlbench.report.scorecard.scorecard import scorecard_report
+from dlbench.report.scorecard.verdicts import Figures, mila_verdicts, run_statistics
 
 # name, target, result, sd, sd% (a fraction), diff (a fraction)
 SEED = [

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.report.chart_checks import chart_problems
-from dlbench.report.charts import (
+from dlbench.report.charts.charts import (
     CI_LABEL,
     PNG_KEY,
     SD_LABEL,
@@ -20,6 +19,7 @@ from dlbench.report.charts import (
     draw_chart,
     render_chart,
 )
+from dlbench.report.charts.checks import chart_problems
 from tests.unit.test_report_charts import rec, series_lines, unit_rec
 
 # ---------------------------------------------------------------- what is drawn

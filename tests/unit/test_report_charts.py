@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from dlbench.errors import ResultsError
-from dlbench.report.chart_checks import chart_problems
-from dlbench.report.charts import (
+from dlbench.report.charts.charts import (
     SD_LABEL,
     ChartError,
     Series,
@@ -22,6 +21,7 @@ from dlbench.report.charts import (
     render_chart,
     save_chart,
 )
+from dlbench.report.charts.checks import chart_problems
 
 
 def rec(batch: Any, value: Any, **params: Any) -> dict[str, Any]:

@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 
 from dlbench.errors import ResultsError
-from dlbench.report.columnar import store_table_report
-from dlbench.report.columnar_groups import (
+from dlbench.report.render import render_report
+from dlbench.report.tables.columnar import store_table_report
+from dlbench.report.tables.columnar_groups import (
     count_distinct,
     first_appearance,
     group_means,
     ordered_counts,
     stable_order,
 )
-from dlbench.report.render import render_report
-from dlbench.report.tables import REPORT_TYPES, build_table_report
+from dlbench.report.tables.reports import REPORT_TYPES, build_table_report
 from dlbench.results.io import load_records
 from dlbench.results.query import select_records
 from dlbench.results.store import Store
@@ -188,7 +188,7 @@ def test_dlbench_report_of_a_store_is_the_record_paths(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from dlbench.cli.main import main
-    from dlbench.report import columnar
+    from dlbench.report.tables import columnar
 
     taken: list[bool] = []
     original = columnar.columnar_table_report

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dlbench.errors import ResultsError
-from dlbench.report.compare import (
+from dlbench.report.compare.compare import (
     CompareError,
     Comparison,
     ConfigComparison,
@@ -19,7 +19,7 @@ from dlbench.report.compare import (
     verdict,
     welch_p_value,
 )
-from dlbench.report.compare_format import format_comparison
+from dlbench.report.compare.formatting import format_comparison
 
 
 def rec(batch: int, throughput: float, times: list[float] | None = None,

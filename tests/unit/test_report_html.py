@@ -14,7 +14,7 @@ import dlbench
 from dlbench.errors import ResultsError
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
-from dlbench.report.html import MAX_LIST_ITEMS, render_html, write_html_report
+from dlbench.report.html.page import MAX_LIST_ITEMS, render_html, write_html_report
 
 EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
 

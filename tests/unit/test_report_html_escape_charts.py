@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from dlbench.report.cells import Report, Table
-from dlbench.report.html import render_html
+from dlbench.report.html.page import render_html
 from tests.unit.test_report_html import EVIL, parse, rec
 
 # Ends an HTML comment, then opens a tag: matplotlib writes legend text into comments.

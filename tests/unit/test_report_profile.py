@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from dlbench.report.cells import Report
-from dlbench.report.compare import compare_records
-from dlbench.report.compare_format import format_comparison
-from dlbench.report.html import render_html
-from dlbench.report.memory_chart import memory_chart_svg, nice_step, unit_for
+from dlbench.report.compare.compare import compare_records
+from dlbench.report.compare.formatting import format_comparison
+from dlbench.report.html.memory_chart import memory_chart_svg, nice_step, unit_for
+from dlbench.report.html.page import render_html
+from dlbench.report.html.profile_section import operator_table_html, profile_section_html
 from dlbench.report.operators import OperatorChange, compare_operators, record_operators
-from dlbench.report.profile_section import operator_table_html, profile_section_html
 
 EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
 SVG = "{http://www.w3.org/2000/svg}"

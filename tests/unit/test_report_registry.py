@@ -13,9 +13,9 @@ import pytest
 
 from dlbench.cli.main import build_parser, main
 from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS, subset
-from dlbench.report import types
+from dlbench.report import registry
 from dlbench.report.cells import Report, Table
-from dlbench.report.types import ReportOptions, ReportType
+from dlbench.report.registry import ReportOptions, ReportType
 
 
 class CountReport(ReportType):
@@ -29,9 +29,9 @@ class CountReport(ReportType):
 @pytest.fixture
 def count_type() -> Iterator[None]:
     """The ``count`` report type, registered for one test only."""
-    types.register("count", "the number of records", CountReport)
+    registry.register("count", "the number of records", CountReport)
     yield
-    types.unregister("count")
+    registry.unregister("count")
 
 
 def _choices(argv: Sequence[str], dest: str) -> list[str]:
@@ -50,18 +50,18 @@ def _records_file(tmp_path: Path, count: int) -> Path:
 
 
 def test_the_shipped_report_types_are_the_cli_choices() -> None:
-    names = [entry.name for entry in types.report_types()]
+    names = [entry.name for entry in registry.report_types()]
     assert names == ["exploration", "weak-scaling", "strong-scaling", "scorecard", "serving"]
     assert _choices(["report"], "report_type") == names
     # Each class imports and says whether it needs a baseline: only the scorecard does.
-    assert [e.name for e in types.report_types() if e.load().uses_baseline] == ["scorecard"]
+    assert [e.name for e in registry.report_types() if e.load().uses_baseline] == ["scorecard"]
 
 
 def test_a_registered_report_type_runs_end_to_end_and_leaves_no_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source = str(_records_file(tmp_path, 3))
-    types.register("count", "the number of records", CountReport)  # the one line
+    registry.register("count", "the number of records", CountReport)  # the one line
     try:
         assert "count" in _choices(["report"], "report_type")
         assert main(["report", "--help"]) == 0
@@ -73,7 +73,7 @@ def test_a_registered_report_type_runs_end_to_end_and_leaves_no_trace(
         assert main(["report", "--type", "count", "--input", source, "--format", "json"]) == 0
         assert json.loads(capsys.readouterr().out)["tables"][0]["rows"] == [[3]]
     finally:
-        types.unregister("count")
+        registry.unregister("count")
     assert "count" not in _choices(["report"], "report_type")
     assert main(["report", "--type", "count", "--input", source]) == 2
     assert capsys.readouterr().err.strip() == (
@@ -94,10 +94,10 @@ def test_baseline_belongs_to_the_types_that_use_one(
 
 def test_registry_refuses_a_taken_name_and_names_the_accepted_ones(count_type: None) -> None:
     with pytest.raises(ValueError, match="'count' is already registered"):
-        types.register("count", "again", CountReport)
+        registry.register("count", "again", CountReport)
     with pytest.raises(ValueError, match=r"accepted: exploration, weak-scaling, .*count"):
-        types.report_type("counts")
-    assert types.report_type("count").load().build([{}, {}], ReportOptions()).tables[0].rows \
+        registry.report_type("counts")
+    assert registry.report_type("count").load().build([{}, {}], ReportOptions()).tables[0].rows \
         == [[2]]
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from dlbench.errors import ResultsError
-from dlbench.report.baseline import (
+from dlbench.report.render import render_report
+from dlbench.report.scorecard.baseline import (
     Baseline,
     Benchmark,
     dump_baseline,
@@ -19,8 +20,7 @@ from dlbench.report.baseline import (
     make_baseline,
     parse_baseline,
 )
-from dlbench.report.render import render_report
-from dlbench.report.scorecard import evaluate, scorecard_report
+from dlbench.report.scorecard.scorecard import evaluate, scorecard_report
 
 
 def rec(model: str, thr: float, status: str = "ok",

@@ -14,14 +14,14 @@ from dlbench.cli.main import main
 from dlbench.errors import ResultsError
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report
-from dlbench.report.chart_checks import chart_problems
-from dlbench.report.charts import save_chart
-from dlbench.report.html import render_html
+from dlbench.report.charts.charts import save_chart
+from dlbench.report.charts.checks import chart_problems
+from dlbench.report.html.page import render_html
+from dlbench.report.registry import ReportOptions, report_type
 from dlbench.report.render import render_report
-from dlbench.report.serving import build_serving_report, short_reason
-from dlbench.report.serving_chart import draw_serving_chart
-from dlbench.report.serving_curves import ServingPoint, find_knee
-from dlbench.report.types import ReportOptions, report_type
+from dlbench.report.serving.chart import draw_serving_chart
+from dlbench.report.serving.curves import ServingPoint, find_knee
+from dlbench.report.serving.report import build_serving_report, short_reason
 from dlbench.results.export import write_records
 
 LOADS = [40.0, 80.0, 120.0, 160.0, 180.0, 190.0]

@@ -19,7 +19,7 @@ from dlbench.report.aggregate import (
     table_report_keys,
 )
 from dlbench.report.render import render_report
-from dlbench.report.tables import build_table_report
+from dlbench.report.tables.reports import build_table_report
 
 _ODD = [1, 1.0, True, None, [1], "y", 0.0, -0.0, math.nan, {"a": 1}]
 

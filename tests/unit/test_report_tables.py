@@ -24,7 +24,7 @@ from dlbench.report.aggregate import (
 )
 from dlbench.report.cells import Report, Table
 from dlbench.report.render import label_columns, render_report
-from dlbench.report.tables import build_table_report
+from dlbench.report.tables.reports import build_table_report
 from dlbench.results.query import select_records
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from dlbench.report.cells import Report, Table
-from dlbench.report.columnar import store_table_report
 from dlbench.report.render import render_report
-from dlbench.report.tables import build_table_report
+from dlbench.report.tables.columnar import store_table_report
+from dlbench.report.tables.reports import build_table_report
 from dlbench.results.store import Store
 
 

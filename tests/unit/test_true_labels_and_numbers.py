@@ -12,8 +12,8 @@ from dlbench.cli.main import main
 from dlbench.config.spec import load_spec
 from dlbench.errors import SpecError
 from dlbench.measure.stability import MIN_CPU_SAMPLES, verdict
-from dlbench.report.baseline import Baseline, Benchmark
-from dlbench.report.scorecard import scorecard_report
+from dlbench.report.scorecard.baseline import Baseline, Benchmark
+from dlbench.report.scorecard.scorecard import scorecard_report
 from dlbench.results.text_table import experiment_label, format_number, format_table
 
 

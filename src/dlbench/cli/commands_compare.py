@@ -6,8 +6,8 @@ import argparse
 
 from dlbench.cli.usage import better_flag, warn
 from dlbench.errors import ResultsError
-from dlbench.report.compare import compare_records, parse_threshold
-from dlbench.report.compare_format import format_comparison
+from dlbench.report.compare.compare import compare_records, parse_threshold
+from dlbench.report.compare.formatting import format_comparison
 from dlbench.results.io import load_records
 from dlbench.results.keys import higher_is_better as declared_higher_is_better
 from dlbench.results.parser import ParseWarning

@@ -26,7 +26,7 @@ from dlbench.formats import REPORT_FORMATS
 from dlbench.textsafe import safe_text
 
 if TYPE_CHECKING:
-    from dlbench.report.history_changes import HistoryAnalysis
+    from dlbench.report.history.changes import HistoryAnalysis
     from dlbench.results.history_records import HistoryRow
 
 # The library's defaults (report.history_changes, report.changepoint), spelled here
@@ -189,8 +189,8 @@ def history_import(args: argparse.Namespace) -> int:
 
 
 def _analysis(args: argparse.Namespace) -> tuple[HistoryAnalysis, str]:
-    from dlbench.report.compare import parse_threshold
-    from dlbench.report.history_changes import analyse_history
+    from dlbench.report.compare.compare import parse_threshold
+    from dlbench.report.history.changes import analyse_history
     from dlbench.results.history_store import open_history, redact
     from dlbench.results.keys import higher_is_better
 
@@ -223,7 +223,7 @@ def _analysis(args: argparse.Namespace) -> tuple[HistoryAnalysis, str]:
 
 
 def _change_rows(analysis: HistoryAnalysis, every: bool) -> list[dict[str, Any]]:
-    from dlbench.report.history_page import environment_words
+    from dlbench.report.history.page import environment_words
 
     rows = []
     for series in analysis.series:
@@ -281,7 +281,7 @@ def history_check(args: argparse.Namespace) -> int:
 
 def history_html(args: argparse.Namespace) -> int:
     """Write the page; print where and what it holds."""
-    from dlbench.report.history_page import write_history_page
+    from dlbench.report.history.page import write_history_page
     from dlbench.results.history_store import default_store
     from dlbench.results.outputs import check_output
 

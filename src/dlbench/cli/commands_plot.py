@@ -11,7 +11,7 @@ import yaml
 
 from dlbench.cli.usage import warn
 from dlbench.errors import QueryError, ResultsError
-from dlbench.report.charts import (
+from dlbench.report.charts.charts import (
     CHART_FORMATS,
     ChartError,
     build_series,

@@ -10,11 +10,11 @@ from typing import Any
 from dlbench.cli.usage import better_flag, note, warn
 from dlbench.errors import ResultsError
 from dlbench.formats import HTML_FORMAT
-from dlbench.report.baseline import dump_baseline, make_baseline
 from dlbench.report.cells import Report
+from dlbench.report.registry import ReportOptions, report_type, report_types
 from dlbench.report.render import render_report
-from dlbench.report.scorecard import ScorecardReport
-from dlbench.report.types import ReportOptions, report_type, report_types
+from dlbench.report.scorecard.baseline import dump_baseline, make_baseline
+from dlbench.report.scorecard.scorecard import ScorecardReport
 from dlbench.results.io import load_records, write_atomically
 from dlbench.results.outputs import check_output
 from dlbench.results.parser import ParseWarning
@@ -54,7 +54,7 @@ def _from_store(args: argparse.Namespace) -> Report | None:
     (seconds for a million records); None when the input or the report is not one
     that path covers. The output is the same either way."""
     # Imported here: it brings NumPy, which the other reports do not all need.
-    from dlbench.report.columnar import store_table_report
+    from dlbench.report.tables.columnar import store_table_report
 
     query = parse_query(args.where, args.where_flag)
     return store_table_report(args.input, query, args.report_type, args.target_variable)
@@ -76,7 +76,7 @@ def report(args: argparse.Namespace) -> int:
         built = build_report(args, records)
     if args.format == HTML_FORMAT:
         # Imported here: only HTML pages need the charting code it pulls in.
-        from dlbench.report.html import write_html_report
+        from dlbench.report.html.page import write_html_report
 
         write_html_report(built, records, Path(args.output))
     else:

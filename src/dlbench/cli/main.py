@@ -32,7 +32,7 @@ from dlbench.cli.usage import (
 from dlbench.errors import DlbenchError
 from dlbench.formats import DATA_FORMATS, HTML_FORMAT, PARQUET_FORMAT, REPORT_FORMATS
 from dlbench.launch.launchers import launchers
-from dlbench.report.types import report_types
+from dlbench.report.registry import report_types
 from dlbench.textsafe import safe_text
 
 #: Exit status after Ctrl-C: 128 + SIGINT, the shell's convention.

@@ -36,7 +36,7 @@ from dlbench.report.cells import Report, Table
 from dlbench.results.text_table import format_number, one_line
 from dlbench.results.values import is_number as _is_number
 
-#: The formats a report renders to as lines (html is a page: ``dlbench.report.html``).
+#: The formats a report renders to as lines (html is a page: ``dlbench.report.html.page``).
 RENDER_FORMATS = REPORT_FORMATS
 
 #: Printed for a cell without a value (text and markdown).
@@ -245,7 +245,7 @@ def render_report(report: Report, fmt: str) -> list[str]:
     """``report`` as lines in ``fmt`` (``text``, ``markdown``, ``csv``, ``json``).
 
     ``ValueError`` for any other format (html is written by
-    ``dlbench.report.html``).
+    ``dlbench.report.html.page``).
     """
     renderers = {
         "text": render_text,

@@ -1,4 +1,4 @@
-"""The curves of the serving report (:mod:`dlbench.report.serving`): server-scenario
+"""The curves of the serving report (:mod:`dlbench.report.serving.report`): server-scenario
 records turned into curves of points by offered load, and each curve's knee.
 
 The records are server-scenario runs (``exp.scenario=server``, docs/inference.md): each
@@ -48,8 +48,8 @@ from dlbench.report.aggregate import (
     summarize,
     value_order,
 )
-from dlbench.report.grid import model_rows
-from dlbench.report.series import unit_of, value_text
+from dlbench.report.charts.series import unit_of, value_text
+from dlbench.report.tables.grid import model_rows
 
 #: The parameter swept along a curve: the offered load, queries per second.
 LOAD = "exp.target_qps"

@@ -49,7 +49,8 @@ from dlbench.report.aggregate import (
     usable_records,
 )
 from dlbench.report.cells import Report, Table
-from dlbench.report.grid import (
+from dlbench.report.registry import ReportOptions, ReportType
+from dlbench.report.tables.grid import (
     GPU_SETS_NOTE,
     LAYOUT,
     SCALING_AXIS,
@@ -72,7 +73,6 @@ from dlbench.report.grid import (
     time_title,
     with_time_note,
 )
-from dlbench.report.types import ReportOptions, ReportType
 
 __all__ = ["REPORT_TYPES", "SEPARATE_TABLES", "TABLE_KINDS", "TIME", "Exploration",
            "StrongScaling", "WeakScaling", "build_table_report", "effective_batch",

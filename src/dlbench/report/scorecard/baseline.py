@@ -41,7 +41,7 @@ from dlbench.report.aggregate import (
     trim_extremes,
     usable_records,
 )
-from dlbench.report.gpu_reports import copy_values
+from dlbench.report.scorecard.gpu_reports import copy_values
 from dlbench.results.jsontext import MAX_DEPTH, loads_json, nests_deeper
 from dlbench.results.keys import higher_is_better as declared_higher_is_better
 from dlbench.results.query import parse_query

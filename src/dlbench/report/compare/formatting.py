@@ -19,7 +19,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlbench.formats import REPORT_FORMATS
-from dlbench.report.compare import ALPHA, Comparison, ConfigComparison, shown_value, value_text
+from dlbench.report.compare.compare import (
+    ALPHA,
+    Comparison,
+    ConfigComparison,
+    shown_value,
+    value_text,
+)
 from dlbench.report.operators import OperatorChange
 from dlbench.report.render import aligned_lines, csv_lines
 from dlbench.results.text_table import one_line

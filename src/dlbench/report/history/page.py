@@ -3,7 +3,7 @@ marked, filterable.
 
 Each chart is inline SVG drawn here (no plotting library, no external resource):
 one dot per run, its 95 % confidence interval as a vertical bar where the record has
-one (:func:`~dlbench.report.history_changes.metric_ci`), the mean of each segment
+one (:func:`~dlbench.report.history.changes.metric_ci`), the mean of each segment
 between change points as a step line, and each change point as a dashed vertical
 line, red for a regression. Hovering a dot shows its run, value, revision and
 environment; hovering a change shows its size, p-value and what changed with it
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import dlbench
-from dlbench.report.changepoint import segment_means
-from dlbench.report.charts import axis_label
-from dlbench.report.history_changes import Change, HistoryAnalysis, Series
-from dlbench.report.series import unit_of
+from dlbench.report.charts.charts import axis_label
+from dlbench.report.charts.series import unit_of
+from dlbench.report.history.changepoint import segment_means
+from dlbench.report.history.changes import Change, HistoryAnalysis, Series
 from dlbench.results.io import write_atomically
 
 #: Environment keys named in a dot's tooltip, when the record has them.

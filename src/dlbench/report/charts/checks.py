@@ -1,6 +1,6 @@
 """What makes a drawn chart misleading, checked on the figure itself.
 
-:func:`chart_problems` lays a :class:`~dlbench.report.charts.DrawnChart` out with
+:func:`chart_problems` lays a :class:`~dlbench.report.charts.charts.DrawnChart` out with
 matplotlib's renderer and returns one line per problem found:
 
 - a y axis whose label does not name the unit of its series (or a panel whose series
@@ -9,7 +9,7 @@ matplotlib's renderer and returns one line per problem found:
 - a legend that does not lie inside the figure;
 - categorical x values joined by a line.
 
-An empty list means none was found. :func:`~dlbench.report.charts.render_chart` runs
+An empty list means none was found. :func:`~dlbench.report.charts.charts.render_chart` runs
 it on every chart it writes; the tests run it on every chart of the documentation.
 
 Example::
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.transforms import Bbox
 
-    from dlbench.report.charts import DrawnChart, Panel
+    from dlbench.report.charts.charts import DrawnChart, Panel
 
 #: Pixels of slack in every comparison: antialiasing and rounding, nothing more.
 _TOLERANCE = 0.5
@@ -117,7 +117,7 @@ def chart_problems(drawn: DrawnChart, *, layout: bool = True) -> list[str]:
     """One line per way ``drawn`` could mislead (see the module's doc); empty when none.
 
     ``layout=False`` skips laying the figure out again, for a figure unchanged since
-    :func:`~dlbench.report.charts.draw_chart` returned it.
+    :func:`~dlbench.report.charts.charts.draw_chart` returned it.
     """
     figure = drawn.figure
     if layout:

@@ -4,9 +4,9 @@ For records with ``results.profile.top_ops`` (``exp.profile=torch``): a table pe
 experiment of its operators by self time per step, with their share of the step and
 their calls per step (:mod:`dlbench.report.operators`). For records with
 ``results.memory.*``: one horizontal stacked bar chart per model, a bar per
-experiment (:mod:`dlbench.report.memory_chart`), and the same figures as a table.
+experiment (:mod:`dlbench.report.html.memory_chart`), and the same figures as a table.
 
-Every value from a record is HTML-escaped, as in :mod:`dlbench.report.html`: operator
+Every value from a record is HTML-escaped, as in :mod:`dlbench.report.html.page`: operator
 names, labels, paths and notes are user input as far as the page is concerned.
 
 Example::
@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dlbench.report.memory_chart import PARTS, PEAK, bytes_text, has_memory, memory_chart_svg
+from dlbench.report.html.memory_chart import PARTS, PEAK, bytes_text, has_memory, memory_chart_svg
 from dlbench.report.operators import OperatorStep, record_operators, time_basis, window_batches
 from dlbench.results.values import is_number as _is_number
 

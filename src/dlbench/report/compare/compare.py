@@ -1,7 +1,7 @@
 """A/B comparison of two sets of results: which configurations got faster or slower.
 
 This module matches configurations and reaches the verdicts; the tables and the
-JSON document are made by :mod:`dlbench.report.compare_format`.
+JSON document are made by :mod:`dlbench.report.compare.formatting`.
 
 Configurations are matched on the parameters that define a measurement (registry
 ``identity``, not derived, nothing from ``user.*``:
@@ -44,7 +44,7 @@ from typing import Any
 from dlbench.config.identity import identity_parameters
 from dlbench.errors import DlbenchError, ResultsError
 from dlbench.report.aggregate import ENVIRONMENT_KEYS
-from dlbench.report.compare_paired import is_batch_time_statistic, paired_ratio, paired_values
+from dlbench.report.compare.paired import is_batch_time_statistic, paired_ratio, paired_values
 from dlbench.report.operators import OperatorChange, compare_operators, operator_bases
 from dlbench.results.keys import higher_is_better as declared_higher_is_better
 from dlbench.results.values import is_number as _is_number
@@ -88,7 +88,7 @@ class ConfigComparison:
 @dataclass
 class Comparison:
     """Everything :func:`compare_records` found; formatted by
-    :func:`dlbench.report.compare_format.format_comparison`."""
+    :func:`dlbench.report.compare.formatting.format_comparison`."""
 
     metric: str
     higher_is_better: bool

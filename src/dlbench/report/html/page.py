@@ -26,9 +26,9 @@ import dlbench
 from dlbench.config.registry import varying_parameters
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
-from dlbench.report.profile_section import profile_section_html
+from dlbench.report.html.profile_section import profile_section_html
 from dlbench.report.render import MISSING, format_value, spread
-from dlbench.report.serving_chart import serving_section_html
+from dlbench.report.serving.chart import serving_section_html
 from dlbench.results.io import write_atomically
 from dlbench.results.text_table import format_number
 from dlbench.results.values import is_number as _is_number
@@ -297,10 +297,10 @@ def _inline_svg(svg: str, prefix: str) -> str:
 
 def _charts_html(records: Sequence[Mapping[str, Any]]) -> str:
     """Throughput against replica batch, one inline SVG chart per model (and device)
-    (:func:`dlbench.report.html_charts.report_charts`), each with what the chart's
+    (:func:`dlbench.report.html.charts.report_charts`), each with what the chart's
     own check found wrong with it, if anything."""
     # Imported here: matplotlib takes a while to load, and text reports never need it.
-    from dlbench.report.html_charts import report_charts
+    from dlbench.report.html.charts import report_charts
 
     charts = report_charts(records)
     if not charts:

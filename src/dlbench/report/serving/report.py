@@ -1,7 +1,7 @@
 """The ``serving`` report: tail latency against achieved throughput over a sweep of
 offered load, a table per curve with its bound and knee (the curves and the knee's
-definition: :mod:`dlbench.report.serving_curves`; the chart and the HTML section:
-:mod:`dlbench.report.serving_chart`).
+definition: :mod:`dlbench.report.serving.curves`; the chart and the HTML section:
+:mod:`dlbench.report.serving.chart`).
 
 Per group (device, phase, precision), a table of the knees when there are several
 curves, then a table per curve: offered and achieved queries/s, p50, p90 and p99 (and
@@ -24,8 +24,9 @@ from typing import Any
 from dlbench.errors import ResultsError
 from dlbench.report.aggregate import LabeledTable, environment_warning
 from dlbench.report.cells import Report, Table
-from dlbench.report.series import value_text
-from dlbench.report.serving_curves import (
+from dlbench.report.charts.series import value_text
+from dlbench.report.registry import ReportOptions, ReportType
+from dlbench.report.serving.curves import (
     KNEE_FACTOR,
     PERCENTILES,
     ServingCurve,
@@ -33,7 +34,6 @@ from dlbench.report.serving_curves import (
     server_records,
     serving_curves,
 )
-from dlbench.report.types import ReportOptions, ReportType
 
 __all__ = ["Serving", "ServingReport", "build_serving_report", "curve_notes", "curve_table",
            "knees_table", "short_reason"]

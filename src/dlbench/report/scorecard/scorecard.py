@@ -1,13 +1,13 @@
 """A scorecard against a baseline, in the manner of Mila's training benchmarks.
 
-The baseline (:mod:`dlbench.report.baseline`) lists benchmarks, each a query and a
+The baseline (:mod:`dlbench.report.scorecard.baseline`) lists benchmarks, each a query and a
 target. Per benchmark, of the runs its query selects (exp.status ok, a number in
-the metric), as Mila's ``mlbench-report`` computes them (:mod:`dlbench.report.verdicts`):
+the metric), as Mila's ``mlbench-report`` computes them (:mod:`dlbench.report.scorecard.verdicts`):
 the result is the mean of their values without the best and the worst (four or more),
 sd the sample sd of all of them, sd% = 100 * sd / result, diff% = 100 * (result /
 target - 1). A value is one GPU's, as Mila's reports were: a run of N copies on one
 node (``exp.parallel_jobs``) gives N values, each copy's own
-(:mod:`dlbench.report.gpu_reports`), not the node's sum. Each benchmark needs
+(:mod:`dlbench.report.scorecard.gpu_reports`), not the node's sum. Each benchmark needs
 ``min_runs`` runs (4 by default, as Mila's): fewer is an error, not a verdict.
 
 The verdict is Mila's: Bench Passes (every benchmark present), Deviation Quantile
@@ -42,11 +42,17 @@ from dlbench.report.aggregate import (
     environment_warning,
     identity_candidates,
 )
-from dlbench.report.baseline import Baseline, Benchmark, load_baseline
 from dlbench.report.cells import Report
-from dlbench.report.gpu_reports import THROUGHPUT, TrainItem, copy_values, train_items
-from dlbench.report.types import ReportOptions, ReportType
-from dlbench.report.verdicts import QUANTILE, Figures, Verdicts, mila_verdicts, run_statistics
+from dlbench.report.registry import ReportOptions, ReportType
+from dlbench.report.scorecard.baseline import Baseline, Benchmark, load_baseline
+from dlbench.report.scorecard.gpu_reports import THROUGHPUT, TrainItem, copy_values, train_items
+from dlbench.report.scorecard.verdicts import (
+    QUANTILE,
+    Figures,
+    Verdicts,
+    mila_verdicts,
+    run_statistics,
+)
 from dlbench.results.query import filter_records
 
 

@@ -89,12 +89,12 @@ def report_type(name: str) -> ReportTypeEntry:
 
 
 register("exploration", "models by replica batch size (batch time, throughput)",
-         "dlbench.report.tables:Exploration")
+         "dlbench.report.tables.reports:Exploration")
 register("weak-scaling", "models by replica count, the replica batch fixed (throughput, "
-         "speedup, efficiency)", "dlbench.report.tables:WeakScaling")
+         "speedup, efficiency)", "dlbench.report.tables.reports:WeakScaling")
 register("strong-scaling", "models by replica count, the effective batch fixed "
-         "(throughput, speedup, efficiency)", "dlbench.report.tables:StrongScaling")
+         "(throughput, speedup, efficiency)", "dlbench.report.tables.reports:StrongScaling")
 register("scorecard", "pass or fail against the targets of --baseline FILE",
-         "dlbench.report.scorecard:Scorecard")
+         "dlbench.report.scorecard.scorecard:Scorecard")
 register("serving", "server-scenario latency vs achieved throughput per offered load, knee "
-         "and bound (exp.scenario=server)", "dlbench.report.serving:Serving")
+         "and bound (exp.scenario=server)", "dlbench.report.serving.report:Serving")

@@ -1,7 +1,7 @@
 """The charts of the HTML report: throughput against replica batch, one chart per model
 and device name, each with a caption naming the unit its records state.
 
-:mod:`dlbench.report.html` places them on the page; this module decides what they
+:mod:`dlbench.report.html.page` places them on the page; this module decides what they
 show, so that a test can check the same charts the page carries.
 
 Example::
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dlbench.report.series import Series, build_series, value_text
+from dlbench.report.charts.series import Series, build_series, value_text
 from dlbench.results.values import is_number as _is_number
 
 X = "exp.replica_batch"
@@ -29,7 +29,7 @@ CAPTION_KEYS = ("exp.framework", "exp.device_type", "hw.device_name")
 @dataclass
 class ReportChart:
     """One chart of the page: its caption, its series, the SVG drawn of them, and what
-    :func:`~dlbench.report.chart_checks.chart_problems` found wrong with it."""
+    :func:`~dlbench.report.charts.checks.chart_problems` found wrong with it."""
 
     caption: str
     series: list[Series]
@@ -83,7 +83,7 @@ def report_charts(records: Sequence[Mapping[str, Any]]) -> list[ReportChart]:
     measurements of different things; series in different units get a panel each.
     """
     # Imported here: matplotlib takes a while to load, and text reports never need it.
-    from dlbench.report.charts import render_chart
+    from dlbench.report.charts.charts import render_chart
 
     charts = []
     for group in chart_groups(records):

@@ -1,6 +1,6 @@
 """Charts of a result against a parameter: DLBS's ``series_builder``, with matplotlib.
 
-:func:`build_series` (from :mod:`dlbench.report.series`) turns records into series;
+:func:`build_series` (from :mod:`dlbench.report.charts.series`) turns records into series;
 :func:`draw_chart` lays them out on a matplotlib figure and :func:`render_chart`
 returns the bytes of a PNG, SVG or PDF file of it. Rendering never touches pyplot, so
 it works headless and leaves no global figure state behind.
@@ -16,7 +16,7 @@ What a chart may not do, and how it is kept from it:
 - error bars say what they are: ±1 sd of the runs at a point (solid), or a single
   run's 95 % CI (dashed) where the record has one.
 
-:func:`dlbench.report.chart_checks.chart_problems` checks the drawn figure for each
+:func:`dlbench.report.charts.checks.chart_problems` checks the drawn figure for each
 of these; :func:`render_chart` reports what it finds.
 
 Example::
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dlbench.report.series import (
+from dlbench.report.charts.series import (
     AGGREGATIONS,
     ChartError,
     Series,
@@ -353,12 +353,12 @@ def render_chart(
     problems: list[str] | None = None,
 ) -> bytes:
     """Draw ``series`` (see :func:`draw_chart`) and return the bytes of a ``fmt`` file
-    (png, svg or pdf). What :func:`~dlbench.report.chart_checks.chart_problems` finds
+    (png, svg or pdf). What :func:`~dlbench.report.charts.checks.chart_problems` finds
     wrong with the drawing (a clipped point, a legend past the edge) is appended to
     ``problems`` when given."""
     if fmt not in CHART_FORMATS:
         raise ChartError(f"unknown chart format {fmt!r}; accepted: {', '.join(CHART_FORMATS)}")
-    from dlbench.report.chart_checks import chart_problems
+    from dlbench.report.charts.checks import chart_problems
 
     # matplotlib warns of a glyph its font lacks quoting the character itself (an
     # escape sequence of a label would reach the terminal): its warnings are caught and

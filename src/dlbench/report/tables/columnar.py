@@ -1,12 +1,12 @@
 """The exploration and scaling reports of a store, computed a column at a time.
 
-:func:`~dlbench.report.tables.build_table_report` takes records as dicts; over a
+:func:`~dlbench.report.tables.reports.build_table_report` takes records as dicts; over a
 million records, building those dicts and walking them costs tens of seconds and
 gigabytes. This builds the same report (the same tables, notes, warnings and summary,
 to the last bit of every mean) from the store's key tables read as arrays
 (:mod:`dlbench.results.store.arrays`): only the keys the report uses, and of those
 only the ones that vary are read at all; grouping and means are done with NumPy
-(:mod:`dlbench.report.columnar_groups`).
+(:mod:`dlbench.report.tables.columnar_groups`).
 
 Where the arrays do not cover the input (a source that is not a store, a key
 holding lists, values SQL cannot tell apart as Python does, records lacking a
@@ -41,15 +41,15 @@ from dlbench.report.aggregate import (
     skipped_warnings,
 )
 from dlbench.report.cells import Report, Table
-from dlbench.report.columnar_groups import (
+from dlbench.report.tables.columnar_groups import (
     count_distinct,
     first_appearance,
     group_means,
     ordered_counts,
     stable_order,
 )
-from dlbench.report.grid import TIME, ColKey, Grid, RowKey
-from dlbench.report.tables import (
+from dlbench.report.tables.grid import TIME, ColKey, Grid, RowKey
+from dlbench.report.tables.reports import (
     SEPARATE_TABLES,
     TABLE_KINDS,
     _TableKind,
@@ -59,15 +59,15 @@ from dlbench.report.tables import (
 from dlbench.results.store import STORE_FILENAME
 from dlbench.results.store.arrays import KeyCodes, NotColumnar, StoreArrays
 
-#: What :func:`~dlbench.report.grid.normalised` would fill in; a record lacking one
+#: What :func:`~dlbench.report.tables.grid.normalised` would fill in; a record lacking one
 #: is left to the record path.
 _FILLED = ("exp.num_nodes", "exp.num_replicas", "exp.effective_batch")
 
-#: What :func:`~dlbench.report.grid.effective_batch` reads of a record.
+#: What :func:`~dlbench.report.tables.grid.effective_batch` reads of a record.
 _EFFECTIVE = ("exp.effective_batch", "exp.num_replicas", "exp.num_local_replicas",
               "exp.num_nodes", "exp.gpus", "exp.replica_batch")
 
-#: What :func:`~dlbench.report.tables.unstable_warning` reads of the records it names.
+#: What :func:`~dlbench.report.tables.reports.unstable_warning` reads of the records it names.
 _NAMING = ("exp.id", "exp.log_file", "exp.model", "exp.replica_batch",
            "results.unstable_reasons")
 
@@ -172,7 +172,7 @@ def _environment_warning(data: _Usable) -> str | None:
 
 
 def _unstable_warning(data: _Usable) -> str | None:
-    """:func:`~dlbench.report.tables.unstable_warning` over arrays."""
+    """:func:`~dlbench.report.tables.reports.unstable_warning` over arrays."""
     if data.one_value("results.stable") and data.arrays.first_value("results.stable") is not False:
         return None  # True everywhere, or absent
     stable = data.get("results.stable")
@@ -233,7 +233,7 @@ class _Group:
 def _group_tables(
     kind: _TableKind, group: _Group, names: dict[str, Any], values: np.ndarray, target: str
 ) -> list[Table]:
-    """:meth:`~dlbench.report.tables._TableKind.group_tables` over arrays."""
+    """:meth:`~dlbench.report.tables.reports._TableKind.group_tables` over arrays."""
     size = int(group.members.size)
     base = ["exp.model", "exp.framework"] if group.varies("exp.framework") else ["exp.model"]
     present = group.data.arrays.shape_keys(group.shapes)
@@ -270,7 +270,7 @@ def _group_tables(
 
 
 def columnar_table_report(arrays: StoreArrays, report_type: str, target: str = TIME) -> Report:
-    """The report :func:`~dlbench.report.tables.build_table_report` gives of the
+    """The report :func:`~dlbench.report.tables.reports.build_table_report` gives of the
     records ``arrays`` selects. :class:`NotColumnar` where the arrays do not cover
     them; ``ValueError`` for an unknown ``report_type``."""
     if report_type not in TABLE_KINDS:

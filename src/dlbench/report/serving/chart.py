@@ -1,4 +1,4 @@
-"""The serving curves (:mod:`dlbench.report.serving_curves`) as a chart, and the HTML report's
+"""The serving curves (:mod:`dlbench.report.serving.curves`) as a chart, and the HTML report's
 section that carries them.
 
 The chart plots the latency at the percentile of the rules (y, in the unit the key is
@@ -11,9 +11,9 @@ its lowest load) as a dotted line in its colour. Latencies spanning more than
 :data:`LOG_RATIO` times are drawn on a log axis, so that the low-load points stay
 readable beside an overloaded one.
 
-Drawn the way :mod:`dlbench.report.charts` draws (a ``Figure`` without pyplot, the
+Drawn the way :mod:`dlbench.report.charts.charts` draws (a ``Figure`` without pyplot, the
 legend under the axes) and checked by
-:func:`~dlbench.report.chart_checks.chart_problems`: labels with their units, every
+:func:`~dlbench.report.charts.checks.chart_problems`: labels with their units, every
 marker inside the axes, the legend inside the image.
 
 Example::
@@ -30,16 +30,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dlbench.report.cells import Report
-from dlbench.report.charts import DrawnChart, Panel, axis_label, save_chart
-from dlbench.report.series import Series, value_text
-from dlbench.report.serving import ServingReport, curve_notes, curve_table
-from dlbench.report.serving_curves import (
+from dlbench.report.charts.charts import DrawnChart, Panel, axis_label, save_chart
+from dlbench.report.charts.series import Series, value_text
+from dlbench.report.serving.curves import (
     KNEE_FACTOR,
     ServingCurve,
     percentile_text,
     server_records,
     serving_curves,
 )
+from dlbench.report.serving.report import ServingReport, curve_notes, curve_table
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -211,9 +211,9 @@ def draw_serving_chart(curves: Sequence[ServingCurve]) -> DrawnChart:
 def render_serving_chart(curves: Sequence[ServingCurve], fmt: str = "svg",
                          problems: list[str] | None = None) -> bytes:
     """The bytes of a ``fmt`` file (png, svg, pdf) of :func:`draw_serving_chart`; what
-    :func:`~dlbench.report.chart_checks.chart_problems` finds wrong with it is appended
+    :func:`~dlbench.report.charts.checks.chart_problems` finds wrong with it is appended
     to ``problems`` when given."""
-    from dlbench.report.chart_checks import chart_problems
+    from dlbench.report.charts.checks import chart_problems
 
     drawn = draw_serving_chart(curves)
     found = chart_problems(drawn, layout=False)
@@ -243,7 +243,7 @@ def serving_section_html(report: Report, records: Sequence[Mapping[str, Any]]) -
     if not curves:
         return ""
     # Imported here: html imports this module, and owns the page's escaping and tables.
-    from dlbench.report import html as page
+    from dlbench.report.html import page
 
     parts = ['<section id="serving"><h2>Serving curves</h2>',
              "<p>Latency at the percentile of the rules against achieved throughput, a line "

@@ -1,6 +1,6 @@
 """The data of a chart: records turned into series of (x, aggregated y) points, each
 with its unit and its error bars. DLBS's ``series_builder``, without the drawing
-(:mod:`dlbench.report.charts` draws them).
+(:mod:`dlbench.report.charts.charts` draws them).
 
 Series are grouped as the tables group rows (:func:`dlbench.report.aggregate.row_keys`):
 the model, framework, device, phase and precision always tell series apart when they

@@ -2,7 +2,7 @@
 
 Mila's ``mlbench-report`` judges a machine on a suite of benchmarks, each run
 several times, against one target per benchmark. Of each benchmark's values (one
-per GPU report: each GPU of each run, items/s; see :mod:`dlbench.report.gpu_reports`):
+per GPU report: each GPU of each run, items/s; see :mod:`dlbench.report.scorecard.gpu_reports`):
 
 - result: the mean of the values without the best and the worst one (four or more;
   with fewer nothing is dropped);

@@ -1,7 +1,7 @@
 """The layout shared by the exploration and scaling reports: records arranged in a grid
 of rows and columns, the tables made from it, and the batch-time arithmetic.
 
-:mod:`dlbench.report.tables` decides, per report type, what the rows and columns are
+:mod:`dlbench.report.tables.reports` decides, per report type, what the rows and columns are
 and which tables a grid gives.
 """
 

@@ -3,7 +3,7 @@ what changed in the environment when the numbers did.
 
 For each configuration (:mod:`dlbench.results.history_records` says what one is) the
 records that ended ok with a number for the metric form a series, in run order (run
-time, then record time). :func:`~dlbench.report.changepoint.detect_change_points`
+time, then record time). :func:`~dlbench.report.history.changepoint.detect_change_points`
 finds its changes; each gets:
 
 - **when**: the run (its id, time, revision) of the first value after the change,
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlbench.report.changepoint import (
+from dlbench.report.history.changepoint import (
     DEFAULT_MIN_SIZE,
     DEFAULT_P_THRESHOLD,
     DEFAULT_PERMUTATIONS,
