@@ -152,7 +152,7 @@ def dlbench_command(out: Path, params: Sequence[str], variables: Sequence[str] =
 def dlbench_records(out: Path, params: Sequence[str], variables: Sequence[str] = (),
                     timeout: float = STEP_TIMEOUT) -> list[dict[str, Any]]:
     """Run a sweep and return its records (one per experiment log, in log order)."""
-    from dlbench.results.parser import parse_log
+    from dlbench.results.log.parser import parse_log
 
     subprocess.run(dlbench_command(out, params, variables), capture_output=True, text=True,
                    timeout=timeout, check=False)  # a failed experiment is a row, not a crash
@@ -328,7 +328,7 @@ def check(gpu: int) -> tuple[list[str], list[Row]]:
         rows += _cost(work, gpu) + _serving(work, gpu)
         card = driver = "?"
         for log in sorted(work.glob("*/logs/*.log")):
-            from dlbench.results.parser import parse_log
+            from dlbench.results.log.parser import parse_log
 
             record = parse_log(log)[0]
             card = str(record.get("hw.device_name", card))

@@ -132,7 +132,7 @@ class DlbenchSide:
                  ) -> None:
         from dlbench.backends.base import load_backend
         from dlbench.config import load_spec, plan_experiments
-        from dlbench.results.logfile import LogWriter
+        from dlbench.results.log.file import LogWriter
         from dlbench.worker.experiment import backend_params
 
         # Every block's batches fit the experiment: buffers sized by the batch count

@@ -46,7 +46,7 @@ NOISE = [
 
 def write_logs(template: dict[str, Any], directory: Path, count: int) -> int:
     """Write ``count`` logs into ``directory``; their total size in bytes."""
-    from dlbench.results.logfile import format_line
+    from dlbench.results.log.file import format_line
 
     directory.mkdir(parents=True, exist_ok=True)
     models = ["resnet50", "resnet18", "alexnet", "vgg16", "googlenet", "inception3",
@@ -93,10 +93,10 @@ def best(repeats: int, argv: list[str], env: dict[str, str] | None = None) -> tu
 
 STREAMED = ("import sys; from dlbench.results.export import write_logs; "
             "write_logs([sys.argv[1]], sys.argv[2], on_warning=print)")
-ONE_WORKER = ("import sys; from dlbench.results.parser import parse_logs; "
+ONE_WORKER = ("import sys; from dlbench.results.log.parser import parse_logs; "
               "from dlbench.results.export import write_records; "
               "records, _ = parse_logs([sys.argv[1]], jobs=1); write_records(records, sys.argv[2])")
-OLD_READER = ("import sys, pathlib; from dlbench.results.logscan import scan_stream; "
+OLD_READER = ("import sys, pathlib; from dlbench.results.log.scan import scan_stream; "
               "from dlbench.results.export import write_records; "
               "files = sorted(pathlib.Path(sys.argv[1]).glob('*.log')); "
               "records = [scan_stream(f.open('rb'), str(f))[0] for f in files]; "

@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 # Writing an undeclared results.*, sys.* or hw.* key fails under test, in this process
-# and in every worker it starts (dlbench.results.keys.check_key).
+# and in every worker it starts (dlbench.results.keys.lookup.check_key).
 os.environ["DLBENCH_STRICT_KEYS"] = "1"
 # The suite runs on the CPU: on a machine with GPUs, JAX used in this process (and in
 # several of them under pytest-xdist) would each take 75% of a GPU's memory.

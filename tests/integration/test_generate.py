@@ -17,7 +17,7 @@ from dlbench.config.catalog import ModelInfo
 from dlbench.config.registry import register_model, unregister_model
 from dlbench.errors import ConfigError
 from dlbench.models.pytorch.lm import GPT2, WordLanguageModel
-from dlbench.results.keys import conforms, is_declared
+from dlbench.results.keys.lookup import conforms, is_declared
 from dlbench.worker.generate import Generation, _waits, generate, generation_results
 from tests.integration.worker import ok, plan_one, run_in_process
 

@@ -24,7 +24,7 @@ import pytest
 from dlbench.cli import commands_history
 from dlbench.cli.usage import Parser
 from dlbench.errors import DlbenchError
-from dlbench.results.history_store import open_history
+from dlbench.results.history.store import open_history
 
 REPO = Path(__file__).resolve().parents[2]
 DLBS_RESULTS = REPO / "tests" / "data" / "logs" / "dlbs" / "expected.json"

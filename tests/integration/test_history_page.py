@@ -10,8 +10,8 @@ import pytest
 
 from dlbench.report.history.changes import analyse_history
 from dlbench.report.history.page import render_history_page
-from dlbench.results.history_records import history_row
-from dlbench.results.history_store import open_history
+from dlbench.results.history.records import history_row
+from dlbench.results.history.store import open_history
 from tests.integration.test_history_import import history_cli, nightly_record, write_nights
 
 EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.results.history_store import open_history
+from dlbench.results.history.store import open_history
 from tests.integration.test_history_import import REPO, history_cli, write_nights
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install "

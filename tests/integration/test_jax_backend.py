@@ -15,7 +15,7 @@ import pytest
 
 from dlbench.backends import jax_backend
 from dlbench.errors import ConfigError, WorkerError
-from dlbench.results.parser import parse_log
+from dlbench.results.log.parser import parse_log
 from tests.conftest import CliRunner
 from tests.integration.worker import TOY_FORWARD, TOY_TRAINING, ok, plan_one, run_in_process
 

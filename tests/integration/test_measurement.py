@@ -20,7 +20,7 @@ import pytest
 import dlbench.measure.monitor as monitor_module
 from dlbench.launch.runner import Runner
 from dlbench.measure.nvml import load_nvml
-from dlbench.results.parser import parse_log
+from dlbench.results.log.parser import parse_log
 from tests.integration.worker import plan_one, run_in_process
 
 

@@ -19,7 +19,7 @@ from dlbench.launch.runner import Runner, SweepResult
 from dlbench.report.scorecard.baseline import Baseline, Benchmark
 from dlbench.report.scorecard.gpu_reports import train_items
 from dlbench.report.scorecard.scorecard import scorecard_report
-from dlbench.results.parser import parse_log
+from dlbench.results.log.parser import parse_log
 
 # Two copies on a core each: pinned to two cores (skipped with fewer).
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("two_cores")]

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config import load_spec, plan_experiments
-from dlbench.results.logfile import LogWriter
-from dlbench.results.parser import parse_log
+from dlbench.results.log.file import LogWriter
+from dlbench.results.log.parser import parse_log
 from dlbench.worker.experiment import run_experiment
 
 

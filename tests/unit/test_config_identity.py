@@ -16,7 +16,7 @@ from dlbench.config.params import Param
 from dlbench.config.registry import register_framework, unregister_framework
 from dlbench.launch.memo import memory_key
 from dlbench.report.compare.compare import compare_records
-from dlbench.results.history_records import config_key, configuration
+from dlbench.results.history.records import config_key, configuration
 
 PLUG = FrameworkInfo(
     id="plug",

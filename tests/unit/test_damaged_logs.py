@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlbench.results import logscan
-from dlbench.results.logfile import LogWriter, format_line
-from dlbench.results.logscan import ParseWarning, scan_bytes
-from dlbench.results.parser import parse_log, parse_logs
+from dlbench.results.log import scan as logscan
+from dlbench.results.log.file import LogWriter, format_line
+from dlbench.results.log.parser import parse_log, parse_logs
+from dlbench.results.log.scan import ParseWarning, scan_bytes
 
 MARKS = {"exp.status": "incomplete", "exp.status_msg": logscan.INCOMPLETE_MSG}
 

@@ -20,9 +20,9 @@ import pytest
 
 from dlbench.config.spec import load_spec
 from dlbench.config.validate import plan_experiments
-from dlbench.results.logfile import LINE_RE, LogWriter
-from dlbench.results.logscan import scan_bytes
-from dlbench.results.parser import parse_log, parse_logs
+from dlbench.results.log.file import LINE_RE, LogWriter
+from dlbench.results.log.parser import parse_log, parse_logs
+from dlbench.results.log.scan import scan_bytes
 from dlbench.worker.experiment import run_experiment
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs" / "dlbs"

@@ -22,7 +22,7 @@ from dlbench.config.frameworks import MODULES
 from dlbench.config.frameworks.base import load_declaration
 from dlbench.config.registry import REGISTRY, register_framework, unregister_framework
 from dlbench.plugins import load_attribute
-from dlbench.results.parser import parse_log
+from dlbench.results.log.parser import parse_log
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTENDING = ROOT / "docs" / "extending.md"

@@ -314,7 +314,7 @@ SECRETS = [
 
 @pytest.mark.parametrize(("spec", "secret", "shown"), SECRETS)
 def test_redact_masks_every_form_of_password(spec: str, secret: str, shown: str) -> None:
-    from dlbench.results.history_store import redact
+    from dlbench.results.history.store import redact
 
     assert redact(spec) == shown
     # A driver's message quoting a piece of the password loses it too.
@@ -323,7 +323,7 @@ def test_redact_masks_every_form_of_password(spec: str, secret: str, shown: str)
 
 
 def test_redact_leaves_specs_without_password_alone() -> None:
-    from dlbench.results.history_store import redact
+    from dlbench.results.history.store import redact
 
     for spec in ("postgresql://bench@h:5432/db", "history.sqlite", "postgresql:///db",
                  "runs/pass=word/history.sqlite"):

@@ -20,9 +20,9 @@ from dlbench.report.compare.compare import compare_records
 from dlbench.report.history.changes import analyse_history
 from dlbench.report.scorecard.baseline import Baseline, Benchmark, make_baseline, parse_baseline
 from dlbench.report.scorecard.scorecard import evaluate
-from dlbench.results.history_records import history_row
-from dlbench.results.key_table import PLACEHOLDERS, RESULT_KEYS
-from dlbench.results.keys import better, higher_is_better
+from dlbench.results.history.records import history_row
+from dlbench.results.keys.lookup import better, higher_is_better
+from dlbench.results.keys.table import PLACEHOLDERS, RESULT_KEYS
 
 #: One concrete name for each placeholder of a key family.
 _EXAMPLE = {"i": "0", "series": "cpu_percent"}

@@ -13,9 +13,9 @@ import pytest
 from dlbench.errors import WorkerError
 from dlbench.launch.records import _crash_message, ncu_results
 from dlbench.measure.timing import run_batches
-from dlbench.results.logfile import LogWriter
-from dlbench.results.parser import parse_log
-from dlbench.results.progress import where_text
+from dlbench.results.log.file import LogWriter
+from dlbench.results.log.parser import parse_log
+from dlbench.results.log.progress import where_text
 from dlbench.worker.experiment import _failure_message
 from dlbench.worker.progress import (
     ProgressWriter,

@@ -9,7 +9,7 @@ import pytest
 
 from dlbench.launch.copies import combine_copies
 from dlbench.measure.combine import COPIES, REPEATS, combine_repeats, combine_results, rule_of
-from dlbench.results.key_table import AGGREGATES, RESULT_KEYS
+from dlbench.results.keys.table import AGGREGATES, RESULT_KEYS
 
 
 def _process(time: float, times: list[float], **extra: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 from dlbench.backends.fake import FakeBackend
 from dlbench.measure.timers import BatchTimer, DispatchTimer, EventTimer, HostTimer
 from dlbench.measure.timing import AutoStop, AutoWarmup, run_batches
-from dlbench.results.logfile import LogWriter
+from dlbench.results.log.file import LogWriter
 from dlbench.worker.experiment import timed_batches
 from dlbench.worker.progress import ProgressWriter
 from tests.integration.worker import plan_one

@@ -18,8 +18,8 @@ from dlbench.launch.deadline import Deadline, timeout_bound
 from dlbench.launch.runner import Finish, Runner
 from dlbench.launch.slurm_options import default_time_minutes
 from dlbench.measure.timing import run_batches
-from dlbench.results.logfile import LogWriter
-from dlbench.results.progress import phase_text, rate
+from dlbench.results.log.file import LogWriter
+from dlbench.results.log.progress import phase_text, rate
 from dlbench.worker.progress import ProgressWriter
 
 

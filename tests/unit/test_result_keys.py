@@ -16,9 +16,8 @@ from dlbench.measure.combine import combine_repeats
 from dlbench.measure.monitor import ResourceMonitor
 from dlbench.measure.stats import rank_results, summarize_times
 from dlbench.measure.sysinfo import gpu_info, host_info
-from dlbench.results import keys
-from dlbench.results.key_table import AGGREGATES, PLACEHOLDERS, RESULT_KEYS
-from dlbench.results.keys import (
+from dlbench.results.keys import lookup as keys
+from dlbench.results.keys.lookup import (
     STRICT_ENV,
     UndeclaredKeyError,
     check_key,
@@ -30,8 +29,9 @@ from dlbench.results.keys import (
     render_markdown,
     type_is_known,
 )
-from dlbench.results.logfile import LogWriter
-from dlbench.results.parser import parse_log
+from dlbench.results.keys.table import AGGREGATES, PLACEHOLDERS, RESULT_KEYS
+from dlbench.results.log.file import LogWriter
+from dlbench.results.log.parser import parse_log
 from dlbench.results.values import is_number
 from tests.unit.test_measure_monitor import FakeNvml as MonitorNvml
 from tests.unit.test_measure_sysinfo import FakeNvml as SysinfoNvml
@@ -161,9 +161,9 @@ def test_lenient_check_warns_once(capsys: pytest.CaptureFixture[str],
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "dlbench: warning: result key 'results.new_figure' is not declared in "
-        "dlbench.results.key_table (see `dlbench help --results`); written anyway",
+        "dlbench.results.keys.table (see `dlbench help --results`); written anyway",
         "dlbench: warning: result key 'sys.new_fact' is not declared in "
-        "dlbench.results.key_table (see `dlbench help --results`); written anyway",
+        "dlbench.results.keys.table (see `dlbench help --results`); written anyway",
     ]
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from dlbench.errors import ResultsError
 from dlbench.results.io import dumps_records, load_dataframe, load_records, write_records
-from dlbench.results.logfile import LogWriter
-from dlbench.results.parser import ParseWarning
+from dlbench.results.log.file import LogWriter
+from dlbench.results.log.parser import ParseWarning
 from dlbench.results.store import Store
 
 RECORDS: list[dict[str, Any]] = [

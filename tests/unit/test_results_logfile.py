@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.results.logfile import CUT_MARK, LINE_RE, LogWriter, format_line
-from dlbench.results.parser import parse_log
+from dlbench.results.log.file import CUT_MARK, LINE_RE, LogWriter, format_line
+from dlbench.results.log.parser import parse_log
 
 
 def test_format_line_known_answers() -> None:

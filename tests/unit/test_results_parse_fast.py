@@ -13,11 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlbench.results import export, parser
+from dlbench.results import export
 from dlbench.results.export import dumps_records, write_records
-from dlbench.results.logfile import CUT_MARK
-from dlbench.results.logscan import ParseWarning, scan_bytes, scan_stream
-from dlbench.results.rawjson import NUMBER_LIST, RawJSON
+from dlbench.results.log import parser
+from dlbench.results.log.file import CUT_MARK
+from dlbench.results.log.rawjson import NUMBER_LIST, RawJSON
+from dlbench.results.log.scan import ParseWarning, scan_bytes, scan_stream
 
 # Pieces of logs, clean and damaged: key lines of every kind of value, free text,
 # blanks, CRLF, brackets, a cut mark, a surrogate escape, control characters, bad

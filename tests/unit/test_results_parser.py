@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dlbench.errors import ResultsError
-from dlbench.results.parser import ParseWarning, parse_log, parse_logs
+from dlbench.results.log.parser import ParseWarning, parse_log, parse_logs
 
 
 def write(path: Path, text: str | bytes) -> Path:

@@ -9,8 +9,8 @@ from dlbench.errors import ResultsError
 from dlbench.report.compare.compare import compare_records, parse_threshold
 from dlbench.report.compare.formatting import format_comparison
 from dlbench.results.io import load_records
-from dlbench.results.keys import higher_is_better as declared_higher_is_better
-from dlbench.results.parser import ParseWarning
+from dlbench.results.keys.lookup import higher_is_better as declared_higher_is_better
+from dlbench.results.log.parser import ParseWarning
 
 
 def compare(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from dlbench.config.external import shipped_rows
 from dlbench.config.model_sizes import MODEL_SIZES
 from dlbench.config.registry import REGISTRY, Param
 from dlbench.errors import ConfigError
-from dlbench.results.keys import RESULT_KEYS, describe_keys
+from dlbench.results.keys.lookup import RESULT_KEYS, describe_keys
 from dlbench.results.text_table import format_table
 from dlbench.suites import suite_description, suite_names
 

@@ -27,7 +27,7 @@ from dlbench.textsafe import safe_text
 
 if TYPE_CHECKING:
     from dlbench.report.history.changes import HistoryAnalysis
-    from dlbench.results.history_records import HistoryRow
+    from dlbench.results.history.records import HistoryRow
 
 # The library's defaults (report.history_changes, report.changepoint), spelled here
 # so that building the parser imports neither NumPy nor the store.
@@ -111,14 +111,14 @@ def add_arguments(history: argparse.ArgumentParser) -> None:
 
 
 def _store_spec(args: argparse.Namespace) -> str:
-    from dlbench.results.history_store import default_store
+    from dlbench.results.history.store import default_store
 
     return str(args.store) if args.store is not None else default_store()
 
 
 def _run_rows(source: str, args: argparse.Namespace) -> list[HistoryRow]:
     """The history rows of one source, one run."""
-    from dlbench.results.history_records import (
+    from dlbench.results.history.records import (
         config_key,
         configuration,
         history_row,
@@ -127,7 +127,7 @@ def _run_rows(source: str, args: argparse.Namespace) -> list[HistoryRow]:
         run_identity,
     )
     from dlbench.results.io import load_records
-    from dlbench.results.parser import ParseWarning
+    from dlbench.results.log.parser import ParseWarning
 
     warnings: list[ParseWarning] = []
     records = load_records([source], parse_warnings=warnings)
@@ -163,7 +163,7 @@ def _run_rows(source: str, args: argparse.Namespace) -> list[HistoryRow]:
 
 def history_import(args: argparse.Namespace) -> int:
     """Import each source as one run; print what each added or replaced."""
-    from dlbench.results.history_store import check_store, open_history, redact
+    from dlbench.results.history.store import check_store, open_history, redact
 
     if args.run_id is not None and len(args.sources) != 1:
         raise UsageError(f"--run-id names one run: give one SRC, not {len(args.sources)}")
@@ -191,8 +191,8 @@ def history_import(args: argparse.Namespace) -> int:
 def _analysis(args: argparse.Namespace) -> tuple[HistoryAnalysis, str]:
     from dlbench.report.compare.compare import parse_threshold
     from dlbench.report.history.changes import analyse_history
-    from dlbench.results.history_store import open_history, redact
-    from dlbench.results.keys import higher_is_better
+    from dlbench.results.history.store import open_history, redact
+    from dlbench.results.keys.lookup import higher_is_better
 
     for flag, value, low in (("--window", args.window, 1), ("--min-size", args.min_size, 2),
                              ("--permutations", args.permutations, 1), ("--last", args.last, 0)):
@@ -282,7 +282,7 @@ def history_check(args: argparse.Namespace) -> int:
 def history_html(args: argparse.Namespace) -> int:
     """Write the page; print where and what it holds."""
     from dlbench.report.history.page import write_history_page
-    from dlbench.results.history_store import default_store
+    from dlbench.results.history.store import default_store
     from dlbench.results.outputs import check_output
 
     check_output(args.output, [_store_spec(args)], history=default_store())

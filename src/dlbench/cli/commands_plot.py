@@ -20,8 +20,8 @@ from dlbench.report.charts.charts import (
 )
 from dlbench.results.io import load_records, write_atomically
 from dlbench.results.jsontext import loads_json
+from dlbench.results.log.parser import ParseWarning
 from dlbench.results.outputs import check_output
-from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query
 from dlbench.textsafe import safe_text
 

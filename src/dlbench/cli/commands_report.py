@@ -16,8 +16,8 @@ from dlbench.report.render import render_report
 from dlbench.report.scorecard.baseline import dump_baseline, make_baseline
 from dlbench.report.scorecard.scorecard import ScorecardReport
 from dlbench.results.io import load_records, write_atomically
+from dlbench.results.log.parser import ParseWarning
 from dlbench.results.outputs import check_output
-from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query, select_records
 
 

@@ -10,9 +10,9 @@ from dlbench.errors import UsageError
 from dlbench.formats import PARQUET_FORMAT
 from dlbench.results.export import write_atomically, write_logs
 from dlbench.results.io import dumps_records, load_selected, load_table
+from dlbench.results.log.parser import ParseWarning
 from dlbench.results.outputs import check_output
 from dlbench.results.parquet import parquet_bytes
-from dlbench.results.parser import ParseWarning
 from dlbench.results.query import parse_query
 from dlbench.results.text_table import format_table
 

@@ -12,7 +12,7 @@ when it groups them, so a framework or model registered after import counts:
   written), hashed by :func:`configuration_hash`;
 - the out-of-memory memo (:mod:`dlbench.launch.memo`): the same, less the batch size
   and the timing loop's counts;
-- a history's series (:mod:`dlbench.results.history_records`): the parameters a user
+- a history's series (:mod:`dlbench.results.history.records`): the parameters a user
   sets (not derived), ``user.*`` labels, hashed by :func:`configuration_hash`;
 - the reports' rows and cells and the A/B comparison (:mod:`dlbench.report`): the
   parameters a user sets, without labels (``user.run=[1,2,3]`` asks for repeats, which

@@ -19,7 +19,7 @@ from typing import Any
 from dlbench.config.catalog import FRAMEWORKS
 from dlbench.launch.container import container_argv
 from dlbench.measure.ncu import default_metrics
-from dlbench.results.logfile import LOG_FILE_ENV
+from dlbench.results.log.file import LOG_FILE_ENV
 
 __all__ = ["LOG_FILE_ENV", "profiler_argv", "torchrun_arguments", "uses_torchrun", "worker_argv",
            "worker_env"]

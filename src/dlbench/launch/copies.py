@@ -27,7 +27,7 @@ from dlbench.config.run_params import copy_count, gpu_list
 from dlbench.launch.cgroups import own_cgroup1_memory_dir, own_cgroup2_dir
 from dlbench.measure.combine import COPIES, combine_results
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
-from dlbench.results.keys import KEY_PREFIXES
+from dlbench.results.keys.lookup import KEY_PREFIXES
 from dlbench.results.values import is_number
 
 _MIB = 2**20

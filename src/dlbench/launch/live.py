@@ -37,8 +37,8 @@ from dlbench.launch.copies import wait_copies
 from dlbench.launch.deadline import Deadline
 from dlbench.launch.local import WorkerProcess
 from dlbench.launch.progress import Reporter, format_clock
-from dlbench.results.logfile import LINE_RE
-from dlbench.results.progress import PROGRESS_KEY, count, phase_text, rate
+from dlbench.results.log.file import LINE_RE
+from dlbench.results.log.progress import PROGRESS_KEY, count, phase_text, rate
 from dlbench.textsafe import safe_text
 
 #: Environment variable: seconds between two plain progress lines when the output is

@@ -59,8 +59,8 @@ from dlbench.launch.slurm_queue import (
     queue_states,
     run_quiet,
 )
-from dlbench.results.logfile import LogWriter
-from dlbench.results.parser import parse_log
+from dlbench.results.log.file import LogWriter
+from dlbench.results.log.parser import parse_log
 
 #: Seconds a result file may lag behind Slurm's word that a job ended (a shared file
 #: system's attribute cache), before the job counts as lost.

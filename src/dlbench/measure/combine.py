@@ -31,7 +31,7 @@ from typing import Any
 
 from dlbench.measure.peak import checked_mfu
 from dlbench.measure.stats import mean, sample_std, summarize_times, t_quantile_975
-from dlbench.results.keys import KEY_PREFIXES, lookup
+from dlbench.results.keys.lookup import KEY_PREFIXES, lookup
 from dlbench.results.values import is_number
 
 __all__ = ["COPIES", "REPEATS", "combine_repeats", "combine_results", "rule_of"]

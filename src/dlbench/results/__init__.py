@@ -14,8 +14,8 @@ from dlbench.results.io import (
     write_atomically,
     write_records,
 )
-from dlbench.results.logfile import LINE_RE, LogWriter, format_line
-from dlbench.results.parser import ParseWarning, parse_log, parse_logs
+from dlbench.results.log.file import LINE_RE, LogWriter, format_line
+from dlbench.results.log.parser import ParseWarning, parse_log, parse_logs
 from dlbench.results.query import (
     OPERATORS,
     distinct_values,

@@ -6,7 +6,7 @@ non-string value as its JSON text, a string raw unless it would itself read back
 JSON (``"0"``, ``"true"``, ``""``, ``"[1]"``), in which case it is JSON-quoted.
 
 The JSON formats are written as the records come, so that records parsed from many
-logs (:func:`dlbench.results.parser.iter_logs`) go to a file without ever being held
+logs (:func:`dlbench.results.log.parser.iter_logs`) go to a file without ever being held
 together; a CSV or a Parquet file needs every column before its first row, so it
 holds them (Parquet: :mod:`dlbench.results.parquet`).
 """
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from dlbench.errors import ResultsError
+from dlbench.results.log.parser import ParseWarning, iter_logs_as, stream_logs
+from dlbench.results.log.rawjson import RawJSON
 from dlbench.results.parquet import parquet_bytes
-from dlbench.results.parser import ParseWarning, iter_logs_as, stream_logs
-from dlbench.results.rawjson import RawJSON
 
 WRITE_FORMATS = (".json", ".json.gz", ".jsonl", ".csv", ".parquet")
 
@@ -229,7 +229,7 @@ _WRITTEN = '"\\u0000raw"'  # how json writes the placeholder (it escapes NUL)
 
 def _log_json(record: dict[str, Any]) -> str | None:
     """:func:`record_json` of a record read with ``raw_lists``: each list kept as its
-    JSON text (:class:`~dlbench.results.logscan.RawJSON`, what ``json.dumps`` would
+    JSON text (:class:`~dlbench.results.log.scan.RawJSON`, what ``json.dumps`` would
     write for it) goes into the text as it is, in place of a placeholder."""
     if not record:
         return None
@@ -259,7 +259,7 @@ def write_logs(
     jobs: int | None = None,
 ) -> int:
     """``dlbench parse``: the records of the logs at ``paths`` (as
-    :func:`~dlbench.results.parser.parse_logs` reads them) written to ``output`` as
+    :func:`~dlbench.results.log.parser.parse_logs` reads them) written to ``output`` as
     :func:`write_records` writes them, or, when None, to ``out`` (default stdout) as
     ``print(dumps_records(records))`` would; their count. Each warning goes to
     ``on_warning`` as soon as it is known. The records are never held together (but

@@ -39,7 +39,7 @@ from dlbench.results.export import (
     write_records,
 )
 from dlbench.results.jsontext import loads_json
-from dlbench.results.parser import ParseWarning, parse_logs
+from dlbench.results.log.parser import ParseWarning, parse_logs
 from dlbench.results.query import distinct_values, filter_records, no_match_error
 from dlbench.results.store import STORE_FILENAME, Store
 from dlbench.results.store.columns import series_wanted

@@ -35,8 +35,8 @@ from dlbench.measure.stats import (
 )
 from dlbench.measure.sysinfo import host_info, split_cores
 from dlbench.measure.timing import AutoStop, AutoWarmup, Marker, Timing, run_batches
-from dlbench.results.logfile import LOG_FILE_ENV, LogWriter
-from dlbench.results.progress import FAILURE_KIND_KEY, where_text
+from dlbench.results.log.file import LOG_FILE_ENV, LogWriter
+from dlbench.results.log.progress import FAILURE_KIND_KEY, where_text
 from dlbench.worker.accuracy import train_to_accuracy
 from dlbench.worker.autobatch import find_largest_batch
 from dlbench.worker.extras import measure_memory, profile_window

@@ -10,7 +10,7 @@ the runner reads the last progress line and says where it died; while the worker
 runs, the runner shows the lines as a live status and moves an ``auto`` timeout.
 
 Each value also says how far the phase has to go and how long it has run (the fields
-are listed in :mod:`dlbench.results.progress`). What that needs is read once per
+are listed in :mod:`dlbench.results.log.progress`). What that needs is read once per
 phase, when the main thread enters it, from the frames of its caller: the
 experiment's ``params`` (batch counts, ``exp.effective_batch``), its ``backend``
 (the throughput unit) and the timing loop's ``num_warmup`` (where the timed batches
@@ -33,8 +33,8 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from dlbench.measure import timing
-from dlbench.results.logfile import LogWriter
-from dlbench.results.progress import PROGRESS_KEY
+from dlbench.results.log.file import LogWriter
+from dlbench.results.log.progress import PROGRESS_KEY
 
 #: The word that asks for an automatic batch count.
 AUTO = "auto"

@@ -28,7 +28,7 @@ from typing import Any, cast
 from dlbench.config.registry import REGISTRY, is_user_param, varying_parameters
 from dlbench.errors import DlbenchError, ResultsError
 from dlbench.report.aggregate import SEPARATE_BY, key_of, row_keys, usable_records
-from dlbench.results.keys import KEY_PREFIXES, lookup
+from dlbench.results.keys.lookup import KEY_PREFIXES, lookup
 from dlbench.results.query import match
 from dlbench.results.values import is_number as _is_number
 

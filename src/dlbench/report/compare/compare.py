@@ -46,7 +46,7 @@ from dlbench.errors import DlbenchError, ResultsError
 from dlbench.report.aggregate import ENVIRONMENT_KEYS
 from dlbench.report.compare.paired import is_batch_time_statistic, paired_ratio, paired_values
 from dlbench.report.operators import OperatorChange, compare_operators, operator_bases
-from dlbench.results.keys import higher_is_better as declared_higher_is_better
+from dlbench.results.keys.lookup import higher_is_better as declared_higher_is_better
 from dlbench.results.values import is_number as _is_number
 
 #: Significance level of the test behind a verdict.

@@ -1,7 +1,7 @@
 """Regressions in a history: one time series per configuration, its change points, and
 what changed in the environment when the numbers did.
 
-For each configuration (:mod:`dlbench.results.history_records` says what one is) the
+For each configuration (:mod:`dlbench.results.history.records` says what one is) the
 records that ended ok with a number for the metric form a series, in run order (run
 time, then record time). :func:`~dlbench.report.history.changepoint.detect_change_points`
 finds its changes; each gets:
@@ -41,8 +41,8 @@ from dlbench.report.history.changepoint import (
     ChangePoint,
     detect_change_points,
 )
-from dlbench.results.history_records import CORE_PARAMS, HistoryRow
-from dlbench.results.keys import higher_is_better as declared_higher_is_better
+from dlbench.results.history.records import CORE_PARAMS, HistoryRow
+from dlbench.results.keys.lookup import higher_is_better as declared_higher_is_better
 from dlbench.results.values import is_number
 
 #: Records on each side of a change whose environments are compared.

@@ -43,7 +43,7 @@ from dlbench.report.aggregate import (
 )
 from dlbench.report.scorecard.gpu_reports import copy_values
 from dlbench.results.jsontext import MAX_DEPTH, loads_json, nests_deeper
-from dlbench.results.keys import higher_is_better as declared_higher_is_better
+from dlbench.results.keys.lookup import higher_is_better as declared_higher_is_better
 from dlbench.results.query import parse_query
 
 BASELINE_FORMATS = (".json", ".yaml", ".yml", ".csv")

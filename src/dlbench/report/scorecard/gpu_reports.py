@@ -33,7 +33,7 @@ from typing import Any
 
 from dlbench.config.run_params import copy_count
 from dlbench.report.aggregate import as_number
-from dlbench.results.keys import lookup
+from dlbench.results.keys.lookup import lookup
 
 #: The per-record value Mila's ``train_item`` is about (items/s).
 THROUGHPUT = "results.throughput"

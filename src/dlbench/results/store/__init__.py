@@ -1,40 +1,28 @@
-"""The results store of a run directory: one SQLite file, one table ``results``.
-
-Every record is a row of ``results``, a column per key, typed as the key is declared
-(:mod:`dlbench.results.store.columns`), so that ``sqlite3``, pandas, DuckDB or any
-SQL client reads a run without dlbench::
-
-    pandas.read_sql('SELECT "exp.model", "results.throughput" FROM results', db)
-
-SQLite because a run can last days and be killed at any moment: every ``put`` is
-one transaction, so the store holds each experiment either whole or not at all, and
-WAL mode with a busy timeout lets several runner processes (one per node, or a
-resumed run next to a report) share the file while readers read.
-
-Beside ``results``, dlbench keeps what gives back each record exactly as it was
-written: ``experiments`` (its position ``seq``, status, time written and *shape*:
-which keys it has, in which order), ``keys`` (each key's column and type),
-``shapes``, and ``exact`` (the values a column does not hold exactly: NaN, ``1`` in a
-column of floats, a list where numbers are expected).
-
-Format history (``meta.format_version``):
-
-1. ``experiments(id TEXT PRIMARY KEY, seq INTEGER UNIQUE, status TEXT, updated TEXT,
-   record TEXT)``; ``seq`` keeps first-insertion order, ``record`` is the JSON record.
-2. ``experiments(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, status, updated, shape)``,
-   ``keys(id, name, kinds, first, constant)``, ``shapes(id, keys)`` (the JSON list of
-   key ids in record order), and a narrow table per key, ``v_<key id>(seq, v)`` and
-   ``s_<key id>(seq, v)``: readable by dlbench only.
-3. One wide table ``results`` (``exp.id`` and a column per key), ``experiments(seq,
-   id, status, updated, shape)``, ``keys(id, name, column_name, type)``, ``shapes(id,
-   keys)``, ``exact(seq, key, value)``. Stores of formats 1 and 2 are converted when
-   they are opened, in one transaction (:mod:`dlbench.results.store.legacy`).
-
-Example::
-
-    with Store.in_directory("runs/sweep1") as store:
-        store.put({"exp.id": "a1b2", "exp.status": "ok", "results.time": 41.7})
-        fast = store.records(where={"results.time": {"$lt": 50}}, series=False)
+"""The results store of a run directory: one SQLite file, one table ``results``. Every
+record is a row of ``results``, a column per key, typed as the key is declared
+(:mod:`dlbench.results.store.columns`), so that ``sqlite3``, pandas, DuckDB or any SQL
+client reads a run without dlbench:: pandas.read_sql('SELECT "exp.model",
+"results.throughput" FROM results', db) SQLite because a run can last days and be killed
+at any moment: every ``put`` is one transaction, so the store holds each experiment
+either whole or not at all, and WAL mode with a busy timeout lets several runner
+processes (one per node, or a resumed run next to a report) share the file while readers
+read. Beside ``results``, dlbench keeps what gives back each record exactly as it was
+written: ``experiments`` (its position ``seq``, status, time written and *shape*: which
+keys it has, in which order), ``keys`` (each key's column and type), ``shapes``, and
+``exact`` (the values a column does not hold exactly: NaN, ``1`` in a column of floats,
+a list where numbers are expected). Format history (``meta.format_version``): 1.
+``experiments(id TEXT PRIMARY KEY, seq INTEGER UNIQUE, status TEXT, updated TEXT, record
+TEXT)``; ``seq`` keeps first-insertion order, ``record`` is the JSON record. 2.
+``experiments(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, status, updated, shape)``,
+``keys(id, name, kinds, first, constant)``, ``shapes(id, keys)`` (the JSON list of key
+ids in record order), and a narrow table per key, ``v_<key id>(seq, v)`` and ``s_<key
+id>(seq, v)``: readable by dlbench only. 3. One wide table ``results`` (``exp.id`` and a
+column per key), ``experiments(seq, id, status, updated, shape)``, ``keys(id, name,
+column_name, type)``, ``shapes(id, keys)``, ``exact(seq, key, value)``. Stores of
+formats 1 and 2 are converted when they are opened, in one transaction
+(:mod:`dlbench.results.store.legacy`). Example:: with Store.in_directory("runs/sweep1")
+as store: store.put({"exp.id": "a1b2", "exp.status": "ok", "results.time": 41.7}) fast =
+store.records(where={"results.time": {"$lt": 50}}, series=False)
 """
 
 from __future__ import annotations

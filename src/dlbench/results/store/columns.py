@@ -2,7 +2,7 @@
 
 A key's column type comes from where the key is declared, so that every store types
 it alike: ``results.*``, ``sys.*`` and ``hw.*`` from the key table
-(:func:`dlbench.results.keys.lookup`), parameters (``exp.*``, ``pytorch.*``...) from
+(:func:`dlbench.results.keys.lookup.lookup`), parameters (``exp.*``, ``pytorch.*``...) from
 the parameter registry; a key declared nowhere (or as ``any``/``object``) takes the
 type of its first value. The SQL types:
 
@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dlbench.results import keys as result_keys
+from dlbench.results.keys import lookup as result_keys
 
 #: The declared SQL types of the columns, and what each keeps exactly.
 INTEGER, REAL, TEXT, BOOLEAN, JSON = "INTEGER", "REAL", "TEXT", "BOOLEAN", "JSON"

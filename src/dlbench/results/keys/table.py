@@ -1,5 +1,5 @@
 """Every ``results.*``, ``sys.*`` and ``hw.*`` key dlbench writes, with its type,
-unit, meaning, format and aggregation: the data of :mod:`dlbench.results.keys`.
+unit, meaning, format and aggregation: the data of :mod:`dlbench.results.keys.lookup`.
 
 A name may hold placeholders (``<i>``, ``<series>``...), defined in
 :data:`PLACEHOLDERS`, for families of keys such as one per GPU. A value may always be
@@ -8,9 +8,9 @@ A name may hold placeholders (``<i>``, ``<series>``...), defined in
 
 from __future__ import annotations
 
-from dlbench.results.key_table_profile import PROFILE_KEYS
-from dlbench.results.key_table_scenarios import GENERATE_ROWS
-from dlbench.results.key_types import AGGREGATES, ResultKey
+from dlbench.results.keys.table_profile import PROFILE_KEYS
+from dlbench.results.keys.table_scenarios import GENERATE_ROWS
+from dlbench.results.keys.types import AGGREGATES, ResultKey
 
 __all__ = ["AGGREGATES", "PLACEHOLDERS", "RESULT_KEYS", "ResultKey"]
 
@@ -116,7 +116,7 @@ _TIMING = [
               "concat"),
     ResultKey("results.progress", "dict", "",
               'how far the worker got: {"phase": P, "batch": N, "elapsed": S, "done": D, '
-              '"total": T, ...} (fields in dlbench.results.progress)', "",
+              '"total": T, ...} (fields in dlbench.results.log.progress)', "",
               "none"),
     ResultKey("results.failure_kind", "str", "",
               "what ended a failed experiment: oom, exception, signal, exit, timeout, "

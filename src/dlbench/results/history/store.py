@@ -44,7 +44,7 @@ from types import TracebackType
 from typing import Any
 
 from dlbench.errors import ResultsError
-from dlbench.results.history_records import HistoryRow
+from dlbench.results.history.records import HistoryRow
 from dlbench.results.jsontext import loads_json
 from dlbench.results.sqlite_files import connect_read_only
 

@@ -1,7 +1,7 @@
 """The declared result keys: look a key up, check it is declared, show the table.
 
 Every ``results.*``, ``sys.*`` and ``hw.*`` key dlbench writes is declared once in
-:mod:`dlbench.results.key_table`, with its type, unit, meaning, format and
+:mod:`dlbench.results.keys.table`, with its type, unit, meaning, format and
 aggregation. The log writer checks each such key it writes (:func:`check_key`):
 with ``DLBENCH_STRICT_KEYS=1`` in the environment (the test suite sets it) an
 undeclared key raises :class:`UndeclaredKeyError`; otherwise it is written anyway
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from dlbench.errors import MetricError
-from dlbench.results.key_table import PLACEHOLDERS, RESULT_KEYS, ResultKey
+from dlbench.results.keys.table import PLACEHOLDERS, RESULT_KEYS, ResultKey
 from dlbench.results.values import is_number
 
 __all__ = [
@@ -133,7 +133,7 @@ def check_key(name: str, environ: Mapping[str, str] | None = None) -> None:
     if is_declared(name):
         return
     env = os.environ if environ is None else environ
-    message = (f"result key {name!r} is not declared in dlbench.results.key_table "
+    message = (f"result key {name!r} is not declared in dlbench.results.keys.table "
                f"(see `dlbench help --results`)")
     if env.get(STRICT_ENV) == "1":
         raise UndeclaredKeyError(message)

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from dlbench.results.keys import check_key
+from dlbench.results.keys.lookup import check_key
 
 #: One log line, as DLBS's log parser reads it: leading spaces or tabs, ``__`` name
 #: ``__``, spaces or tabs, ``=``, the value (to the end of the line). The name is
@@ -110,7 +110,7 @@ class LogWriter:
         """Append ``__name__=<json value>`` and flush.
 
         A ``results.*``, ``sys.*`` or ``hw.*`` name must be declared
-        (:func:`dlbench.results.keys.check_key`: an error under
+        (:func:`dlbench.results.keys.lookup.check_key`: an error under
         ``DLBENCH_STRICT_KEYS=1``, else a warning).
         """
         check_key(name)

@@ -5,7 +5,7 @@ encode them again would give back the same text.
 lists of hundreds of numbers, written by ``json.dumps``. When such a list is exactly
 what ``json.dumps`` writes for it (:data:`NUMBER_LIST`, checked by one regular
 expression at C speed), the log's text of it is the output's, and the reader keeps it
-as a :class:`RawJSON` instead of decoding it (:func:`dlbench.results.logscan.scan_bytes`
+as a :class:`RawJSON` instead of decoding it (:func:`dlbench.results.log.scan.scan_bytes`
 with ``raw_lists``). Anything the expression does not accept is decoded as always.
 """
 

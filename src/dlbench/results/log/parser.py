@@ -1,7 +1,7 @@
 """Log files → records.
 
 A record is the flat dict of every ``__name__=<json>`` line in one log (the grammar
-is DLBS's; see :mod:`dlbench.results.logscan`), the last occurrence of a key winning.
+is DLBS's; see :mod:`dlbench.results.log.scan`), the last occurrence of a key winning.
 A log may be gzip-compressed (``.gz``). The parser never raises for what is inside a
 file: a log is written by a process that may have been killed, may share the file
 with a framework printing binary junk, and may be read while still being written.
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar, cast
 
 from dlbench.errors import ResultsError
-from dlbench.results.logscan import MAX_LINE_BYTES, ParseWarning, scan_bytes, scan_stream
+from dlbench.results.log.scan import MAX_LINE_BYTES, ParseWarning, scan_bytes, scan_stream
 from dlbench.results.memory import no_cyclic_gc
 
 __all__ = ["LOG_PATTERNS", "ParseWarning", "iter_logs", "iter_logs_as", "parse_log",
@@ -208,7 +208,7 @@ def iter_logs_as(
     work such as encoding records as JSON is shared by the cores too. ``convert``
     must be a module-level function (it is sent to the workers by name). With
     ``raw_lists``, ``convert`` may get lists of numbers as their JSON text
-    (:class:`~dlbench.results.logscan.RawJSON`), for a caller that writes JSON."""
+    (:class:`~dlbench.results.log.scan.RawJSON`), for a caller that writes JSON."""
     if isinstance(paths, (str, Path)):
         raise TypeError("iter_logs takes a sequence of paths, not one path")
     missing = [str(p) for p in paths if not Path(p).exists()]

@@ -1,10 +1,10 @@
 """The result keys of the profiling window, the memory breakdown, the automatic batch
 and time to accuracy (``worker/extras.py``, ``worker/autobatch.py``,
-``worker/accuracy.py``); part of :mod:`dlbench.results.key_table`."""
+``worker/accuracy.py``); part of :mod:`dlbench.results.keys.table`."""
 
 from __future__ import annotations
 
-from dlbench.results.key_types import ResultKey
+from dlbench.results.keys.types import ResultKey
 
 __all__ = ["PROFILE_KEYS"]
 

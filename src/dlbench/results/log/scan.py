@@ -1,13 +1,13 @@
 """The bytes of one log → its record and the warnings about it.
 
-The line grammar is DLBS's (:data:`dlbench.results.logfile.LINE_RE`); this module
+The line grammar is DLBS's (:data:`dlbench.results.log.file.LINE_RE`); this module
 applies it to whatever a file holds, which may be a log cut short by a killed
 writer, a framework's binary output, a disk block of NUL bytes or a line that
 cannot be decoded. The rule is that a damaged value is never read as a whole one:
 
 - the last line, when it has no line end, was being written: it is dropped, with a
   warning when it looks like a key line; a line a later writer marked as cut
-  (:data:`~dlbench.results.logfile.CUT_MARK`) is skipped with a warning;
+  (:data:`~dlbench.results.log.file.CUT_MARK`) is skipped with a warning;
 - a key line that is not valid UTF-8, whose value is not JSON (or nests deeper than
   :data:`MAX_DEPTH`, or holds a lone surrogate such as ``"\\ud800"``), or that is
   longer than :data:`MAX_LINE_BYTES`, is skipped with a warning, an earlier value of
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from dlbench.results.jsontext import nests_deeper
-from dlbench.results.logfile import CUT_MARK, LINE_RE
-from dlbench.results.rawjson import NUMBER_LIST, RawJSON
+from dlbench.results.log.file import CUT_MARK, LINE_RE
+from dlbench.results.log.rawjson import NUMBER_LIST, RawJSON
 
 #: Longest line decoded, in bytes; a longer one is skipped with a warning. A day's
 #: ``results.time_data`` at 1,000 batches a second is about 2 MB; this bound keeps a

@@ -1,7 +1,7 @@
 """The result keys of language-model generation (``exp.phase=generate``,
-``worker/generate.py``), as rows of :class:`dlbench.results.key_table.ResultKey`:
+``worker/generate.py``), as rows of :class:`dlbench.results.keys.table.ResultKey`:
 name, type, unit, meaning, format, which way is better. Kept apart so that the key
-table stays short; :mod:`dlbench.results.key_table` makes them keys (none is combined
+table stays short; :mod:`dlbench.results.keys.table` makes them keys (none is combined
 across processes: generation runs one)."""
 
 from __future__ import annotations

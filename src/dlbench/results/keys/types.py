@@ -1,5 +1,5 @@
 """The type of a declared result key (:class:`ResultKey`) and the ways the values of
-several processes combine; the tables themselves are :mod:`dlbench.results.key_table`
+several processes combine; the tables themselves are :mod:`dlbench.results.keys.table`
 and the modules it gathers."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class ResultKey(NamedTuple):
     which way the value improves: ``higher`` (a throughput, an MFU, an accuracy),
     ``lower`` (a time, a latency, memory, energy) or empty where neither is better (a
     count, a setting, a list); compare, history, baselines, scorecards and every gate
-    read it from here (:func:`dlbench.results.keys.higher_is_better`).
+    read it from here (:func:`dlbench.results.keys.lookup.higher_is_better`).
     """
 
     name: str

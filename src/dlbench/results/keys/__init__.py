@@ -1,0 +1,6 @@
+"""The declared result keys: the type of a key and how values combine (:mod:`.types`), the
+tables of every key (:mod:`.table`, :mod:`.table_profile`, :mod:`.table_scenarios`), and
+looking a key up (:mod:`.lookup`).
+"""
+
+from __future__ import annotations
