@@ -19,9 +19,9 @@ from typing import Any
 
 from dlbench.backends.fake import FakeBackend
 from dlbench.config import load_spec, plan_experiments
-from dlbench.measure.loadgen import RealClock, ScenarioSettings, Serve, VirtualClock, run
-from dlbench.measure.peak_search import find_peak_qps, start_qps
-from dlbench.measure.scenario_results import summarize, validity
+from dlbench.measure.loadgen.generator import RealClock, ScenarioSettings, Serve, VirtualClock, run
+from dlbench.measure.loadgen.peak_search import find_peak_qps, start_qps
+from dlbench.measure.loadgen.results import summarize, validity
 
 
 def fake_serve(step_ms: float) -> Serve:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config import load_spec, plan_experiments
-from dlbench.launch.memo import OutOfMemoryMemo, memory_key, skipped_record
+from dlbench.launch.oom_memo import OutOfMemoryMemo, memory_key, skipped_record
 from dlbench.launch.runner import Runner
 from dlbench.results.store import Store
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.launch.slurm_queue import queue_states
+from dlbench.launch.slurm.queue import queue_states
 from dlbench.results.store import Store
 from tests.conftest import REPO, CliRunner
 

@@ -26,7 +26,7 @@ from dlbench.config.registry import (
 from dlbench.config.spec import load_spec
 from dlbench.config.validate import plan_experiments
 from dlbench.errors import ConfigError
-from dlbench.launch.copies import Share, copy_experiment
+from dlbench.launch.copies.copies import Share, copy_experiment
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "dlbench"
 

@@ -14,7 +14,7 @@ from dlbench.config.frameworks.base import FrameworkInfo
 from dlbench.config.identity import belongs_to, configuration_hash, identity_parameters
 from dlbench.config.params import Param
 from dlbench.config.registry import register_framework, unregister_framework
-from dlbench.launch.memo import memory_key
+from dlbench.launch.oom_memo import memory_key
 from dlbench.report.compare.compare import compare_records
 from dlbench.results.history.records import config_key, configuration
 

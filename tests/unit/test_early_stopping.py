@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binom  # type: ignore[import-untyped]
 
-from dlbench.measure.early_stopping import (
+from dlbench.measure.loadgen.early_stopping import (
     binomial_cdf,
     bound_holds,
     largest_passing_overs,
     min_queries,
     percentile_estimate,
 )
-from dlbench.measure.scenario_results import loadgen_percentile
+from dlbench.measure.loadgen.results import loadgen_percentile
 
 
 def test_min_queries_known_answers() -> None:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from dlbench.config import load_spec, plan_experiments
-from dlbench.launch import forkserver
 from dlbench.launch.command import worker_env
-from dlbench.launch.forkserver import ForkedWorker, ForkServer, unsuitable
+from dlbench.launch.forkserver import client as forkserver
+from dlbench.launch.forkserver.client import ForkedWorker, ForkServer, unsuitable
 from dlbench.launch.local import kill_worker, start_worker
 from dlbench.launch.records import worker_record
 from dlbench.launch.runner import Runner, write_input
@@ -98,7 +98,7 @@ def test_the_server_is_told_which_workers_use_a_gpu(
 
 def test_the_server_refuses_a_gpu_worker_once_the_cuda_driver_is_loaded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dlbench.launch import forkserver_main
+    from dlbench.launch.forkserver import server as forkserver_main
 
     monkeypatch.setattr(forkserver_main.threading, "active_count", lambda: 1)
     clean, loaded = tmp_path / "clean", tmp_path / "loaded"

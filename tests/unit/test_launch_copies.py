@@ -17,7 +17,7 @@ import pytest
 from dlbench.config import load_spec, plan_experiments
 from dlbench.config.run_params import copy_count
 from dlbench.errors import ConfigError
-from dlbench.launch.copies import (
+from dlbench.launch.copies.copies import (
     Share,
     combine_copies,
     copies_outcome,
@@ -27,7 +27,7 @@ from dlbench.launch.copies import (
     wait_copies,
     with_memory_cap,
 )
-from dlbench.launch.copy_limits import Limits
+from dlbench.launch.copies.limits import Limits
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
 
 MIB = 2**20

@@ -10,8 +10,8 @@ import pytest
 
 from dlbench.errors import ConfigError
 from dlbench.launch.command import LOG_FILE_ENV
-from dlbench.launch.slurm import _other_node_failure
-from dlbench.launch.slurm_node import (
+from dlbench.launch.slurm.launcher import _other_node_failure
+from dlbench.launch.slurm.node import (
     AUTO_RENDEZVOUS,
     RENDEZVOUS_BASE_PORT,
     NodeResult,
@@ -22,14 +22,14 @@ from dlbench.launch.slurm_node import (
     process_experiment,
     rendezvous_port,
 )
-from dlbench.launch.slurm_options import (
+from dlbench.launch.slurm.options import (
     default_time_minutes,
     executor_parameters,
     parse_time_limit,
     slurm_options,
 )
-from dlbench.launch.slurm_queue import log_files as _log_files
-from dlbench.launch.slurm_queue import traceback_line as _traceback_line
+from dlbench.launch.slurm.queue import log_files as _log_files
+from dlbench.launch.slurm.queue import traceback_line as _traceback_line
 from tests.integration.worker import plan_one
 
 

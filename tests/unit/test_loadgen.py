@@ -15,8 +15,8 @@ import pytest
 
 from dlbench.backends.fake import FakeBackend
 from dlbench.config import load_spec, plan_experiments
-from dlbench.measure.early_stopping import min_queries
-from dlbench.measure.loadgen import (
+from dlbench.measure.loadgen.early_stopping import min_queries
+from dlbench.measure.loadgen.generator import (
     RealClock,
     ScenarioRun,
     ScenarioSettings,
@@ -26,8 +26,8 @@ from dlbench.measure.loadgen import (
     run,
     serve_schedule,
 )
-from dlbench.measure.peak_search import find_peak_qps, start_qps
-from dlbench.measure.scenario_results import summarize, validity
+from dlbench.measure.loadgen.peak_search import find_peak_qps, start_qps
+from dlbench.measure.loadgen.results import summarize, validity
 
 
 class Simulated:

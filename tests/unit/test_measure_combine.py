@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dlbench.launch.copies import combine_copies
+from dlbench.launch.copies.copies import combine_copies
 from dlbench.measure.combine import COPIES, REPEATS, combine_repeats, combine_results, rule_of
 from dlbench.results.keys.table import AGGREGATES, RESULT_KEYS
 

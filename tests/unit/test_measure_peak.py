@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.measure.peak import (
+from dlbench.measure.peak.peaks import (
     Peak,
     datasheet,
     load_peaks,
@@ -17,7 +17,7 @@ from dlbench.measure.peak import (
     peaks_path,
     save_peak,
 )
-from dlbench.measure.peak_pytorch import measure_copy, measure_matmul
+from dlbench.measure.peak.pytorch import measure_copy, measure_matmul
 
 
 @pytest.mark.parametrize(("name", "label"), [

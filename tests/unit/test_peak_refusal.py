@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from dlbench.cli.main import main
-from dlbench.launch.copies import copies_outcome
+from dlbench.launch.copies.copies import copies_outcome
 from dlbench.launch.records import combine_processes
-from dlbench.measure.peak import (
+from dlbench.measure.peak.peaks import (
     Peak,
     checked_mfu,
     contention_problem,

@@ -16,7 +16,7 @@ from dlbench.config.spec import load_spec
 from dlbench.config.validate import plan_experiments
 from dlbench.launch.deadline import Deadline, timeout_bound
 from dlbench.launch.runner import Finish, Runner
-from dlbench.launch.slurm_options import default_time_minutes
+from dlbench.launch.slurm.options import default_time_minutes
 from dlbench.measure.timing import run_batches
 from dlbench.results.log.file import LogWriter
 from dlbench.results.log.progress import phase_text, rate

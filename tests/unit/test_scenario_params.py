@@ -10,8 +10,8 @@ import pytest
 
 from dlbench.config import load_spec, plan_experiments
 from dlbench.errors import ConfigError
-from dlbench.measure.loadgen import VirtualClock
-from dlbench.measure.scenario import default_min_queries, run_scenario, settings_from_params
+from dlbench.measure.loadgen.generator import VirtualClock
+from dlbench.measure.loadgen.scenario import default_min_queries, run_scenario, settings_from_params
 from dlbench.results.keys.lookup import conforms, is_declared
 
 INFERENCE = ["exp.framework=fake", "exp.model=toy", "exp.phase=inference"]

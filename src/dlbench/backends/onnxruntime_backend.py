@@ -38,7 +38,7 @@ from dlbench.backends.base import Backend
 from dlbench.config.catalog import MODELS
 from dlbench.config.frameworks.onnxruntime import ONNXRUNTIME_PROVIDERS
 from dlbench.errors import WorkerError
-from dlbench.measure.peak import peaks_path
+from dlbench.measure.peak.peaks import peaks_path
 from dlbench.measure.sysinfo import gpu_info
 from dlbench.models.pytorch.flops import count_step_flops
 from dlbench.models.pytorch.workload_base import Workload

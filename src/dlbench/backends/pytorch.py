@@ -34,7 +34,7 @@ from dlbench.models.pytorch.flops import count_step_flops
 from dlbench.models.pytorch.workload_base import Batch, Workload
 from dlbench.models.pytorch.workloads import make_workload
 
-#: What the fork server (dlbench.launch.forkserver_main) imports beside this module, once
+#: What the fork server (dlbench.launch.forkserver.server) imports beside this module, once
 #: for every worker it forks: an optimizer's first step imports torch._dynamo, as long to
 #: import as PyTorch itself.
 FORK_PRELOAD = ("torch._dynamo",)

@@ -10,7 +10,7 @@ from typing import Any
 
 from dlbench.errors import ConfigError, DlbenchError, MeasurementRefused
 from dlbench.measure.nvml import load_nvml
-from dlbench.measure.peak import (
+from dlbench.measure.peak.peaks import (
     PEAK_DTYPES,
     load_peaks,
     peak_problems,
@@ -18,7 +18,7 @@ from dlbench.measure.peak import (
     save_peak,
     size_problem,
 )
-from dlbench.measure.peak_pytorch import measure_device
+from dlbench.measure.peak.pytorch import measure_device
 from dlbench.measure.sysinfo import host_info, pytorch_info
 
 

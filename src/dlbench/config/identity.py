@@ -10,7 +10,7 @@ when it groups them, so a framework or model registered after import counts:
 - ``exp.id`` (:mod:`dlbench.config.resolve`): every identity parameter, derived ones
   included, and the user's own values (``user.*`` and the DLBS names carried as
   written), hashed by :func:`configuration_hash`;
-- the out-of-memory memo (:mod:`dlbench.launch.memo`): the same, less the batch size
+- the out-of-memory memo (:mod:`dlbench.launch.oom_memo`): the same, less the batch size
   and the timing loop's counts;
 - a history's series (:mod:`dlbench.results.history.records`): the parameters a user
   sets (not derived), ``user.*`` labels, hashed by :func:`configuration_hash`;

@@ -1,7 +1,7 @@
 """The parameters of inference scenarios (how queries are issued, MLPerf LoadGen's
 way) and their checks; gathered with the others in
 :data:`dlbench.config.registry.REGISTRY`. The scenarios themselves run in the worker
-(``measure/loadgen.py``); ``docs/inference.md`` describes them."""
+(``measure/loadgen/generator.py``); ``docs/inference.md`` describes them."""
 
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ def launcher(name: str) -> LauncherEntry:
 register("local", "one worker after another on this machine (default)",
          "dlbench.launch.runner:Runner")
 register("slurm", "Slurm jobs through submitit (pip install dlbench[slurm])",
-         "dlbench.launch.slurm:SlurmRunner", (
+         "dlbench.launch.slurm.launcher:SlurmRunner", (
              Flag("slurm-partition", "P", "partition of the jobs"),
              Flag("slurm-gres", "G", "generic resources per node, e.g. gpu:1"),
              Flag("slurm-time", "TIME", "time limit of a job, MINUTES or HH:MM:SS (default: "

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from dlbench.errors import ConfigError
-from dlbench.launch.copies import wait_copies
+from dlbench.launch.copies.copies import wait_copies
 from dlbench.launch.deadline import Deadline
 from dlbench.launch.local import WorkerProcess
 from dlbench.launch.progress import Reporter, format_clock
@@ -210,7 +210,7 @@ class _Worker:
 
 
 def _wait_some(processes: Sequence[WorkerProcess], timeout: float) -> tuple[int | None, bool]:
-    """:func:`~dlbench.launch.copies.wait_copies` (the index of the first process that
+    """:func:`~dlbench.launch.copies.copies.wait_copies` (the index of the first process that
     failed, and whether some still run after ``timeout`` seconds), which sleeps on
     pidfds; a worker forked by the fork server is waited for on the server's socket,
     which says at once when it ended."""

@@ -59,7 +59,7 @@ def start_worker(
 
 class WorkerProcess(Protocol):
     """What the runner needs of a worker process: a ``subprocess.Popen``, or a worker
-    forked by the fork server (:class:`~dlbench.launch.forkserver.ForkedWorker`)."""
+    forked by the fork server (:class:`~dlbench.launch.forkserver.client.ForkedWorker`)."""
 
     pid: int
 

@@ -2,13 +2,13 @@
 
 For each experiment the runner writes the resolved parameters to
 ``<out>/experiments/<exp.id>.json``, starts the worker (forked by the fork server
-where it suits: :mod:`dlbench.launch.forkserver`) with its output going to the
+where it suits: :mod:`dlbench.launch.forkserver.client`) with its output going to the
 experiment's log, waits for it under ``exp.timeout``, turns the log into a record and
 commits it to the run directory's store. Whatever happens to one worker (an
 exception, a crash, a signal, a hang, a NaN loss) marks only its own experiment, and
 the sweep goes on. Running the same sweep into the same run directory resumes it,
 following ``exp.rerun``. Larger batches of a configuration that ran out of memory are
-skipped (:mod:`dlbench.launch.memo`); SIGUSR1 stops the sweep after the running
+skipped (:mod:`dlbench.launch.oom_memo`); SIGUSR1 stops the sweep after the running
 experiment, Ctrl-C and SIGTERM interrupt it (:mod:`dlbench.launch.signals`).
 
 With ``exp.repeat=N`` the experiment is measured by N independent worker processes,
@@ -20,7 +20,7 @@ gets that record. The first process that does not end ok ends the experiment, wi
 its status and its reason.
 
 With ``exp.parallel_jobs=N`` the experiment is N copies run at the same time, each
-on its own share of the node (:mod:`dlbench.launch.copies`); ``exp.log_file``
+on its own share of the node (:mod:`dlbench.launch.copies.copies`); ``exp.log_file``
 and the store get the one combined record, whose throughput is the copies' sum.
 """
 
@@ -39,20 +39,20 @@ from typing import Any
 from dlbench.config.registry import varying_parameters
 from dlbench.config.run_params import copy_count
 from dlbench.launch.command import worker_argv, worker_env
-from dlbench.launch.copies import (
+from dlbench.launch.copies.copies import (
     copies_outcome,
     copy_env,
     copy_experiment,
     plan_shares,
 )
-from dlbench.launch.copy_limits import Limits
+from dlbench.launch.copies.limits import Limits
 from dlbench.launch.deadline import AUTO, timeout_bound
-from dlbench.launch.forkserver import ForkedWorker, Forks
+from dlbench.launch.forkserver.client import ForkedWorker, Forks
 from dlbench.launch.interleave import run_interleaved
 from dlbench.launch.launchers import Launcher
 from dlbench.launch.live import LiveStatus, Watch, plain_seconds
 from dlbench.launch.local import WorkerProcess, kill_worker, start_worker
-from dlbench.launch.memo import OOM_QUERY, OutOfMemoryMemo, skipped_record
+from dlbench.launch.oom_memo import OOM_QUERY, OutOfMemoryMemo, skipped_record
 from dlbench.launch.progress import Progress, Reporter, stability_note
 from dlbench.launch.records import combine_processes, rank_logs, worker_record, write_combined
 from dlbench.launch.rundir_lock import lock_run_directories
@@ -355,7 +355,7 @@ class Runner(Launcher):
         self, experiment: Mapping[str, Any], out_dir: Path, suffix: str = ""
     ) -> tuple[dict[str, Any], bool]:
         """``exp.parallel_jobs``: every copy at once, each held to its share of the node
-        (:mod:`dlbench.launch.copies`); the first copy that fails stops the others."""
+        (:mod:`dlbench.launch.copies.copies`); the first copy that fails stops the others."""
         shares = plan_shares(experiment)
         processes: list[subprocess.Popen[bytes]] = []
         failed: int | None = None

@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from dlbench.measure.peak import checked_mfu
+from dlbench.measure.peak.peaks import checked_mfu
 from dlbench.measure.stats import mean, sample_std, summarize_times, t_quantile_975
 from dlbench.results.keys.lookup import KEY_PREFIXES, lookup
 from dlbench.results.values import is_number

@@ -22,9 +22,9 @@ from typing import Any
 
 from dlbench.backends.base import Backend, load_backend
 from dlbench.errors import WorkerError
+from dlbench.measure.loadgen.scenario import run_scenario
 from dlbench.measure.monitor import ResourceMonitor
-from dlbench.measure.peak import lookup_peak, measured_peaks, model_flops_utilization
-from dlbench.measure.scenario import run_scenario
+from dlbench.measure.peak.peaks import lookup_peak, measured_peaks, model_flops_utilization
 from dlbench.measure.stability import verdict
 from dlbench.measure.stats import (
     rank_results,
@@ -262,7 +262,7 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
     """
     log.write_many(params)
     host = host_info()
-    # Set by the fork server in the child it forks (launch/forkserver_main.py): a forked
+    # Set by the fork server in the child it forks (launch/forkserver/server.py): a forked
     # worker shares the server's pages, so its resident memory reads lower.
     host["sys.worker_start"] = os.environ.get("DLBENCH_WORKER_START", "fresh")
     log.write_many(host)

@@ -10,7 +10,7 @@ token, then ``exp.output_tokens - 1`` decoding steps.
 - ``exp.scenario=batch``: generations of ``exp.replica_batch`` requests back to back,
   warm-up and timed ones as the timing loop runs batches (``results.time`` is a whole
   generation).
-- any other scenario: a query of the load generator (``measure/scenario.py``) is a
+- any other scenario: a query of the load generator (``measure/loadgen/scenario.py``) is a
   request; ``serve(n)`` is one generation of ``n`` requests, so the server's dynamic
   batcher decides how many requests are generated together.
 
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from dlbench.errors import WorkerError
-from dlbench.measure.scenario import run_scenario
-from dlbench.measure.scenario_results import loadgen_percentile
+from dlbench.measure.loadgen.results import loadgen_percentile
+from dlbench.measure.loadgen.scenario import run_scenario
 from dlbench.measure.stats import summarize_times
 from dlbench.measure.timing import AutoStop, AutoWarmup, run_batches
 from dlbench.worker.progress import ProgressWriter

@@ -315,7 +315,7 @@ _ENVIRONMENT = [
               "NHWC (channels last) or NCHW; absent for other inputs", "", "first"),
 ]
 
-#: Inference scenarios, LoadGen's way (``measure/loadgen.py``, ``measure/scenario.py``);
+#: Inference scenarios, LoadGen's way (``measure/loadgen/``);
 #: percentiles by LoadGen's rule: the sorted value at index floor(n q / 100).
 _QPS = "queries/s"
 _SCENARIO = [

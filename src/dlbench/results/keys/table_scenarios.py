@@ -9,7 +9,7 @@ from __future__ import annotations
 _MS = "ms"
 _TOKENS = "tokens/s"
 
-#: Percentiles by LoadGen's rule (``measure/scenario_results.py``).
+#: Percentiles by LoadGen's rule (``measure/loadgen/results.py``).
 GENERATE_ROWS: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("results.ttft_mean", "float", _MS,
      "generate: mean time to first token of a request (prefill and first token; server: "

@@ -1,7 +1,7 @@
 """What the worker calls for ``exp.scenario`` other than ``batch``.
 
 :func:`run_scenario` turns an experiment's resolved parameters into
-:class:`~dlbench.measure.loadgen.ScenarioSettings`, runs the scenario (or, with
+:class:`~dlbench.measure.loadgen.generator.ScenarioSettings`, runs the scenario (or, with
 ``exp.target_qps=auto``, the peak search) against ``serve``, and returns the
 ``results.*`` values for the log. ``serve(samples)`` must return when that many
 samples are done; a backend with a fixed batch shape serves a short batch as a full
@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.measure.early_stopping import min_queries
-from dlbench.measure.loadgen import Clock, RealClock, ScenarioSettings, Serve, run
-from dlbench.measure.peak_search import find_peak_qps, start_qps
-from dlbench.measure.scenario_results import probe_summary, summarize
+from dlbench.measure.loadgen.early_stopping import min_queries
+from dlbench.measure.loadgen.generator import Clock, RealClock, ScenarioSettings, Serve, run
+from dlbench.measure.loadgen.peak_search import find_peak_qps, start_qps
+from dlbench.measure.loadgen.results import probe_summary, summarize
 
 AUTO = "auto"
 

@@ -7,7 +7,7 @@ and its share of the memory. What the copies achieve together is the node's
 throughput: the experiment's ``results.throughput`` is their sum.
 
 How a copy is held to its share (cgroups, affinity and rlimits, or the container
-engine) is :mod:`dlbench.launch.copy_limits`.
+engine) is :mod:`dlbench.launch.copies.limits`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
 from dlbench.config.run_params import copy_count, gpu_list
-from dlbench.launch.cgroups import own_cgroup1_memory_dir, own_cgroup2_dir
+from dlbench.launch.copies.cgroups import own_cgroup1_memory_dir, own_cgroup2_dir
 from dlbench.measure.combine import COPIES, combine_results
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
 from dlbench.results.keys.lookup import KEY_PREFIXES
@@ -196,7 +196,7 @@ _WORKER_OOM = re.compile(r"^out of memory(?P<where>[^(:]*?)(?: \(peak RSS [^)]*\
 
 def with_memory_cap(message: str, cap: str) -> str:
     """A failed copy's ``message`` as one line that names the memory ``cap`` it hit
-    (:meth:`~dlbench.launch.copy_limits.Limits.out_of_memory`): ``out of memory in
+    (:meth:`~dlbench.launch.copies.limits.Limits.out_of_memory`): ``out of memory in
     set-up: over the copy's memory cap of 200 MiB (...): MemoryError (at ...)``. The
     worker's own ``out of memory`` lead is replaced, not repeated, and its peak RSS
     dropped: next to the cap it reads as the amount that hit it, which it need not be."""

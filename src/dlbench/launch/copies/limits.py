@@ -1,5 +1,5 @@
 """Holding each copy of an experiment to its share of the node (see
-:mod:`dlbench.launch.copies`), best first:
+:mod:`dlbench.launch.copies.copies`), best first:
 
 - cgroup v2: a child cgroup per copy with ``cpuset.cpus`` and ``memory.max``, the
   copy moved into it before it runs. Needs a writable cgroup2 file system in which
@@ -24,8 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from dlbench.launch.cgroups import own_cgroup2_dir
-from dlbench.launch.copies import Share
+from dlbench.launch.copies.cgroups import own_cgroup2_dir
+from dlbench.launch.copies.copies import Share
 from dlbench.measure.sysinfo import cpu_list_text
 
 #: Engines whose containers are not children of the command that starts them.
@@ -206,7 +206,7 @@ class Limits:
     def out_of_memory(self, share: Share, message: str) -> str:
         """Which cap a failed copy hit, when it ran out of its memory share (e.g. ``over
         the copy's memory cap of 200 MiB (exp.parallel_memory_mb; RLIMIT_DATA ...)``);
-        else empty. :func:`~dlbench.launch.copies.copies_outcome` puts it in the
+        else empty. :func:`~dlbench.launch.copies.copies.copies_outcome` puts it in the
         copy's message."""
         cap = f"over the copy's memory cap of {share.memory_mb} MiB (exp.parallel_memory_mb; "
         cgroup = self._cgroups.get(share.number)

@@ -5,7 +5,7 @@ timed by the one timing loop, with CUDA events on a GPU; the median batch is the
 sustained peak, the best the burst one) and memory
 bandwidth (a large device-to-same-device copy), through PyTorch's tensors on the
 CPU or a CUDA device. What is measured is stored and looked up by
-:mod:`dlbench.measure.peak`, which imports no framework.
+:mod:`dlbench.measure.peak.peaks`, which imports no framework.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from dlbench.measure.peak import DEFAULT_COPY_MIB, DEFAULT_SIZE, datasheet
+from dlbench.measure.peak.peaks import DEFAULT_COPY_MIB, DEFAULT_SIZE, datasheet
 from dlbench.measure.stats import percentile
 from dlbench.measure.timers import BatchTimer, EventTimer
 from dlbench.measure.timing import AutoStop, run_batches
@@ -65,7 +65,7 @@ def measure_matmul(device: str, dtype: str, size: int, seconds: float) -> dict[s
     "batches": n}``, TFLOP/s = 2·size³ / time. On the CPU also ``cpu_share``: the
     process's CPU time over wall time x :func:`compute_threads` while the matmuls ran,
     near 1 when nothing else wanted the CPUs (what
-    :func:`~dlbench.measure.peak.contention_problem` judges)."""
+    :func:`~dlbench.measure.peak.peaks.contention_problem` judges)."""
     import torch
 
     dev, sync = _torch_device(device)

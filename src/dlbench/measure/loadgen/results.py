@@ -14,7 +14,7 @@ A run is valid when every rule holds; each rule that fails adds one sentence to
   LoadGen does: to the last issue (streams), the last scheduled arrival (server) or
   the last completion (offline);
 - server with a latency bound: the percentile is under it, and LoadGen's early
-  stopping test holds for the queries over it (:mod:`dlbench.measure.early_stopping`);
+  stopping test holds for the queries over it (:mod:`dlbench.measure.loadgen.early_stopping`);
 - single- and multi-stream: enough queries for an early-stopping estimate of the
   percentile, ``results.latency_early_stop``.
 """
@@ -25,8 +25,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.measure.early_stopping import bound_holds, min_queries, percentile_estimate
-from dlbench.measure.loadgen import ScenarioRun
+from dlbench.measure.loadgen.early_stopping import bound_holds, min_queries, percentile_estimate
+from dlbench.measure.loadgen.generator import ScenarioRun
 
 _MS = 1000.0
 

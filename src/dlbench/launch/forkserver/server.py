@@ -1,6 +1,6 @@
-"""The fork server: ``python -m dlbench.launch.forkserver_main FD MODULE...``.
+"""The fork server: ``python -m dlbench.launch.forkserver.server FD MODULE...``.
 
-A long-lived process that the local runner starts (:mod:`dlbench.launch.forkserver`).
+A long-lived process that the local runner starts (:mod:`dlbench.launch.forkserver.client`).
 It imports the worker's modules once (``MODULE...``: ``dlbench.worker.experiment``
 and the experiment's backend, named as strings like ``launch/command.py`` names the
 worker, so that nothing here is imported by the parent; plus whatever the backend
@@ -193,7 +193,7 @@ def main(argv: list[str]) -> int:
     """Entry point: ``argv`` is ``[FD, MODULE...]`` (the runner makes this process die
     with it, as it does a plain worker)."""
     if len(argv) < 1:
-        print("usage: python -m dlbench.launch.forkserver_main FD MODULE...", file=sys.stderr)
+        print("usage: python -m dlbench.launch.forkserver.server FD MODULE...", file=sys.stderr)
         return 2
     return serve(int(argv[0]), argv[1:])
 

@@ -25,7 +25,7 @@ known service times exactly and in no time: the tests' known answers.
 
 A run ends, as in LoadGen, once both ``min_queries`` queries and ``min_duration_s``
 seconds are reached (server: once the schedule, generated to reach both, is served).
-Its validity is judged by :mod:`dlbench.measure.scenario_results`.
+Its validity is judged by :mod:`dlbench.measure.loadgen.results`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Device peaks: the roofline an experiment's FLOP/s are compared with (MFU).
 
 ``dlbench peak`` measures, per device, dense matmul throughput per dtype and memory
-bandwidth (with PyTorch: :mod:`dlbench.measure.peak_pytorch`), and stores them in a
+bandwidth (with PyTorch: :mod:`dlbench.measure.peak.pytorch`), and stores them in a
 per-user JSON file keyed by device name (:func:`peaks_path`). Each measured figure
 comes twice: sustained (the median batch, ``tflops``) and burst (the best batch,
 ``tflops_best``). Workers then report ``results.mfu`` = ``results.tflops`` / the peak

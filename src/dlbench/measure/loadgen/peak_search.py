@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dlbench.measure.loadgen import Clock, ScenarioRun, ScenarioSettings, Serve, run
-from dlbench.measure.scenario_results import validity
+from dlbench.measure.loadgen.generator import Clock, ScenarioRun, ScenarioSettings, Serve, run
+from dlbench.measure.loadgen.results import validity
 
 #: The most probes one search runs (bracketing from a start 2^10 off takes 10).
 MAX_PROBES = 30

@@ -6,7 +6,7 @@ into the run directory's store, one transaction per experiment, and a rerun resu
 Only where the workers run differs. This process (on a login node) submits the one-node
 experiments of a run directory as one job array, one array task per experiment, and each
 multi-node experiment as one job of ``exp.num_nodes`` nodes with one task per node. A
-task (:mod:`dlbench.launch.slurm_node`) runs the experiment's worker command on its node
+task (:mod:`dlbench.launch.slurm.node`) runs the experiment's worker command on its node
 under ``exp.timeout``, with its output appended to the experiment's log, and returns
 exit statuses; this process polls for the results, turns each log into a record as the
 local runner does and commits it. Ctrl-C (or SIGTERM) cancels the jobs and marks the
@@ -32,7 +32,7 @@ from dlbench.config.run_params import copy_count
 from dlbench.errors import ConfigError
 from dlbench.launch.records import combine_processes, write_combined
 from dlbench.launch.runner import Finish, Reporter, Runner
-from dlbench.launch.slurm_node import (
+from dlbench.launch.slurm.node import (
     AUTO_RENDEZVOUS,
     NodeResult,
     NodeTask,
@@ -41,7 +41,7 @@ from dlbench.launch.slurm_node import (
     repeat_count,
     run_node_task,
 )
-from dlbench.launch.slurm_options import (
+from dlbench.launch.slurm.options import (
     SlurmOptions,
     check_slurm,
     default_time_minutes,
@@ -49,7 +49,7 @@ from dlbench.launch.slurm_options import (
     require_submitit,
     slurm_options,
 )
-from dlbench.launch.slurm_queue import (
+from dlbench.launch.slurm.queue import (
     ENDED_STATES,
     LOST_STATES,
     ORDINARY_PENDING,

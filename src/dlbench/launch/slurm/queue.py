@@ -1,5 +1,5 @@
 """What Slurm says of dlbench's jobs: their states, and each submitted experiment's job
-with the results its tasks returned (:mod:`dlbench.launch.slurm`)."""
+with the results its tasks returned (:mod:`dlbench.launch.slurm.launcher`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.launch.slurm_node import NodeResult, node_log_file, process_experiment, repeat_count
+from dlbench.launch.slurm.node import NodeResult, node_log_file, process_experiment, repeat_count
 
 #: States in which a job will not return a result: Slurm ended it.
 LOST_STATES = frozenset({"CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",

@@ -4,7 +4,7 @@ experiment.
 A one-batch PyTorch experiment spends most of its worker's life importing PyTorch
 (and ``torch._dynamo``, which an optimizer's first step imports). With
 ``exp.fork_server=auto`` the runner starts one long-lived process,
-:mod:`dlbench.launch.forkserver_main`, that imports the worker's modules once, and
+:mod:`dlbench.launch.forkserver.server`, that imports the worker's modules once, and
 asks it, per experiment, to fork a child that becomes the worker. The child is as
 isolated as a plain worker: a session of its own, its output appended to the
 experiment's log, the experiment's environment, SIGKILL when its parent dies (the
@@ -126,7 +126,7 @@ class ForkServer:
         parent = os.getpid()
         try:
             self.process = subprocess.Popen(
-                [python, "-m", "dlbench.launch.forkserver_main", str(theirs.fileno()), *modules],
+                [python, "-m", "dlbench.launch.forkserver.server", str(theirs.fileno()), *modules],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 env=dict(env), pass_fds=(theirs.fileno(),), start_new_session=True,
                 # Safe: the runner starts no threads.

@@ -1,6 +1,6 @@
 """Where this process sits in the cgroup hierarchies, read from ``/proc``: the
-runner's own cgroup bounds what its copies may be given (:mod:`dlbench.launch.copies`)
-and is where their own cgroups are made (:mod:`dlbench.launch.copy_limits`)."""
+runner's own cgroup bounds what its copies may be given (:mod:`dlbench.launch.copies.copies`)
+and is where their own cgroups are made (:mod:`dlbench.launch.copies.limits`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The ``--slurm-*`` flags of ``dlbench run --launcher slurm``, checked, and the
-submitit parameters of a job (:mod:`dlbench.launch.slurm`)."""
+submitit parameters of a job (:mod:`dlbench.launch.slurm.launcher`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from dlbench.errors import ConfigError
 from dlbench.launch.deadline import timeout_bound
-from dlbench.launch.slurm_node import repeat_count
+from dlbench.launch.slurm.node import repeat_count
 
 INSTALL_HINT = "pip install dlbench[slurm]"
 #: Name of every job dlbench submits (``squeue --name dlbench``, ``scancel --name dlbench``).
