@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from dlbench.backends.pytorch_generate import make_decoder
+from dlbench.backends.pytorch.generate import make_decoder
 from dlbench.config import load_spec, plan_experiments
 from dlbench.config.catalog import ModelInfo
 from dlbench.config.registry import register_model, unregister_model

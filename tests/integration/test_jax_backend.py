@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from dlbench.backends import jax_backend
+from dlbench.backends import jax as jax_backend
 from dlbench.errors import ConfigError, WorkerError
 from dlbench.results.log.parser import parse_log
 from tests.conftest import CliRunner

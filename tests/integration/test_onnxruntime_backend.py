@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from dlbench.backends.onnxruntime_backend import (
+from dlbench.backends.onnxruntime import (
     OnnxRuntimeBackend,
     export_cache_dir,
     export_onnx,

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from dlbench.backends.pytorch_memory import (
+from dlbench.backends.pytorch.memory import (
     optimizer_bytes,
     saved_activation_bytes,
     weights_bytes,

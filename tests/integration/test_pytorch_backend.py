@@ -152,7 +152,7 @@ def _jpeg_folder(root: Path) -> Path:
 
 
 def test_loader_times_the_input_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dlbench.backends.data import ImageFolder
+    from dlbench.backends.pytorch.data import ImageFolder
 
     # Every sample the loader decodes, caught as it leaves the dataset (the loader runs
     # in this process with exp.data_workers=0).

@@ -8,7 +8,7 @@ import pytest
 import torch
 from PIL import Image
 
-from dlbench.backends.data import TokenWindows, make_loader, real_batches, text_tokens
+from dlbench.backends.pytorch.data import TokenWindows, make_loader, real_batches, text_tokens
 from dlbench.config import load_spec, plan_experiments
 from dlbench.config.catalog import MODELS, model_input_shape
 from dlbench.errors import ConfigError

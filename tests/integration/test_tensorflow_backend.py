@@ -20,7 +20,7 @@ pytest.importorskip("keras", reason="exp.framework=tensorflow needs keras")
 import torch  # noqa: E402 - after the skip: without TensorFlow nothing here runs
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from dlbench.backends import tensorflow_backend  # noqa: E402
+from dlbench.backends import tensorflow as tensorflow_backend  # noqa: E402
 from dlbench.config.catalog import MODELS  # noqa: E402
 from dlbench.errors import ConfigError  # noqa: E402
 from dlbench.models import build_pytorch_model  # noqa: E402
@@ -174,7 +174,7 @@ _MIRRORED = textwrap.dedent("""
     import json, sys
     import keras, numpy as np
     import tensorflow as tf
-    from dlbench.backends import tensorflow_backend as module
+    from dlbench.backends import tensorflow as module
     answers = {}
     for phase in ("training", "inference"):
         params = dict(json.loads(sys.argv[1]), **{"exp.phase": phase})

@@ -1,4 +1,4 @@
-"""JAX's declaration; its backend is :mod:`dlbench.backends.jax_backend`."""
+"""JAX's declaration; its backend is :mod:`dlbench.backends.jax`."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from dlbench.config.zoo import zoo_builders
 FRAMEWORK = FrameworkInfo(
     id="jax",
     title="JAX (Flax, Optax)",
-    module="dlbench.backends.jax_backend",
+    module="dlbench.backends.jax",
     requires=("jax", "flax", "optax"),
     install_hint="pip install dlbench[jax]",
     description="JAX with Flax models and Optax optimizers; jit-compiled steps.",
     data_parallel="in_process",
-    # jax.profiler in the worker (dlbench.backends.jax_extras).
+    # jax.profiler in the worker (dlbench.backends.jax.extras).
     profilers=("jax",),
-    devices="dlbench.backends.jax_backend:available_devices",
+    devices="dlbench.backends.jax:available_devices",
     # every model whose zoo entry names a jax builder (dlbench.config.zoo)
     builders=zoo_builders("jax"),
     params=(

@@ -1,5 +1,5 @@
 """ONNX Runtime's declaration; its backend is
-:mod:`dlbench.backends.onnxruntime_backend`. What it can run: docs/onnxruntime.md."""
+:mod:`dlbench.backends.onnxruntime`. What it can run: docs/onnxruntime.md."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ _DEFAULT = "0: ONNX Runtime's default"
 FRAMEWORK = FrameworkInfo(
     id="onnxruntime",
     title="ONNX Runtime",
-    module="dlbench.backends.onnxruntime_backend",
+    module="dlbench.backends.onnxruntime",
     requires=("onnxruntime", "onnx", "onnxscript", "torch"),
     install_hint="pip install dlbench[onnxruntime]",
     phases=("inference",),
@@ -59,7 +59,7 @@ FRAMEWORK = FrameworkInfo(
     dtypes=("float32", "float16"),
     dtype_note="ONNX Runtime's CPU provider has no bfloat16 kernels",
     check=check,
-    devices="dlbench.backends.onnxruntime_backend:available_devices",
+    devices="dlbench.backends.onnxruntime:available_devices",
     params=(
         Param("onnxruntime.providers", "str", "auto",
               "Execution providers in priority order, comma-separated (" +

@@ -28,7 +28,7 @@ def use_channels_last(setting: bool | str, on_cuda: bool, sample_shape: tuple[in
 
 
 def check(values: Mapping[str, Any], shown: Shown) -> None:
-    """What PyTorch's generation loop (``backends/pytorch_generate.py``) does not run."""
+    """What PyTorch's generation loop (``backends/pytorch/generate.py``) does not run."""
     if values["exp.phase"] == "generate" and values["pytorch.compile"]:
         # The decoding loop runs its own forward (with the KV cache), not the
         # compiled module.

@@ -1,4 +1,4 @@
-"""TensorFlow's declaration; its backend is :mod:`dlbench.backends.tensorflow_backend`."""
+"""TensorFlow's declaration; its backend is :mod:`dlbench.backends.tensorflow`."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from dlbench.config.zoo import zoo_builders
 FRAMEWORK = FrameworkInfo(
     id="tensorflow",
     title="TensorFlow (Keras 3)",
-    module="dlbench.backends.tensorflow_backend",
+    module="dlbench.backends.tensorflow",
     requires=("tensorflow", "keras"),
     install_hint="pip install dlbench[tensorflow]",
     description="TensorFlow with Keras 3 models; tf.function-compiled steps.",
     data_parallel="in_process",
-    # tf.profiler in the worker (dlbench.backends.tensorflow_extras).
+    # tf.profiler in the worker (dlbench.backends.tensorflow.extras).
     profilers=("tensorflow",),
-    devices="dlbench.backends.tensorflow_backend:available_devices",
+    devices="dlbench.backends.tensorflow:available_devices",
     # every model whose zoo entry names a tensorflow builder (dlbench.config.zoo)
     builders=zoo_builders("tensorflow"),
     params=(

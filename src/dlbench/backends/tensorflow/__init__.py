@@ -15,9 +15,9 @@ one per GPU of ``exp.gpus``, or on the CPU ``exp.num_local_replicas`` logical de
 that share its cores. Every replica takes ``exp.replica_batch`` samples, gradients
 are summed across replicas, and the step is one global batch of
 ``exp.effective_batch`` samples. The thread pools and the replicas' devices are set
-up by :mod:`dlbench.backends.tensorflow_devices`; the profiling window
+up by :mod:`dlbench.backends.tensorflow.devices`; the profiling window
 (``exp.profile=tensorflow``) and the memory breakdown by
-:mod:`dlbench.backends.tensorflow_extras`.
+:mod:`dlbench.backends.tensorflow.extras`.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ import numpy as np
 import tensorflow as tf
 
 from dlbench.backends.base import Backend, NonFiniteLoss
-from dlbench.backends.tensorflow_devices import select_devices, set_threads
-from dlbench.backends.tensorflow_extras import TensorFlowExtras
+from dlbench.backends.tensorflow.devices import select_devices, set_threads
+from dlbench.backends.tensorflow.extras import TensorFlowExtras
 from dlbench.config.catalog import MODELS
 from dlbench.config.frameworks.base import image_layout
 from dlbench.errors import WorkerError

@@ -177,7 +177,7 @@ def make_decoder(module: nn.Module, model_id: str, cached: bool, capacity: int,
 
         return TransformersDecoder(module, cached)
     raise WorkerError(f"exp.model={model_id}: PyTorch has no generation loop for "
-                      f"{type(module).__name__} (backends/pytorch_generate.py: GPT-2, LSTM, "
+                      f"{type(module).__name__} (backends/pytorch/generate.py: GPT-2, LSTM, "
                       f"Hugging Face causal LMs)")
 
 

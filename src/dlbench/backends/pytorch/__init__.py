@@ -21,9 +21,9 @@ import torch
 from torch import nn
 
 from dlbench.backends.base import Backend, NonFiniteLoss
-from dlbench.backends.pytorch_extras import PyTorchExtras
-from dlbench.backends.pytorch_generate import PyTorchGenerate
-from dlbench.backends.pytorch_step import fast_step
+from dlbench.backends.pytorch.extras import PyTorchExtras
+from dlbench.backends.pytorch.generate import PyTorchGenerate
+from dlbench.backends.pytorch.step import fast_step
 from dlbench.config.catalog import MODELS, model_info
 from dlbench.config.frameworks.base import image_layout
 from dlbench.config.frameworks.pytorch import use_channels_last
@@ -95,14 +95,14 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
         self.batch: Batch | None = None
         data_dir = str(p.get("exp.data_dir", ""))
         if p["exp.phase"] == "train_to_accuracy":
-            self.start_epoch()  # a held-out split (dlbench.backends.accuracy_data)
+            self.start_epoch()  # a held-out split (dlbench.backends.pytorch.accuracy_data)
         elif data_dir:
             if not info.real_data_kind:
                 raise WorkerError(
                     f"exp.data_dir={data_dir!r}: model {info.id} reads synthetic data only"
                 )
             # Imported here: Pillow and the loader are needed only for real data.
-            from dlbench.backends.data import real_batches
+            from dlbench.backends.pytorch.data import real_batches
 
             self.batches = real_batches(p, info, self.workload.input_shape, self.device)
         elif not self.workload.runs_model:

@@ -1,5 +1,5 @@
 """The TensorFlow backend's answers beyond timing: the profiling window and the memory
-breakdown. A mixin of :class:`dlbench.backends.tensorflow_backend.TensorFlowBackend`,
+breakdown. A mixin of :class:`dlbench.backends.tensorflow.TensorFlowBackend`,
 kept apart so that the timed path stays short; everything here runs after the timed
 batches.
 

@@ -1,5 +1,5 @@
 """The JAX backend's answers beyond timing: the profiling window and the memory
-breakdown. A mixin of :class:`dlbench.backends.jax_backend.JaxBackend`, kept apart so
+breakdown. A mixin of :class:`dlbench.backends.jax.JaxBackend`, kept apart so
 that the timed path stays short; everything here runs after the timed batches.
 
 Profiling (``exp.profile=jax``): ``jax.profiler.start_trace``/``stop_trace`` into

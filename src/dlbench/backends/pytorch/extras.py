@@ -11,14 +11,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from dlbench.backends.pytorch_memory import (
+from dlbench.backends.pytorch.memory import (
     device_peak,
     gradients_bytes,
     optimizer_bytes,
     saved_activation_bytes,
     weights_bytes,
 )
-from dlbench.backends.pytorch_profile import Window
+from dlbench.backends.pytorch.profile import Window
 from dlbench.errors import WorkerError
 from dlbench.models.pytorch.workload_base import Batch, Workload
 
@@ -93,7 +93,7 @@ class PyTorchExtras:
         """The training and validation loaders, made once."""
         cached = getattr(self, "_accuracy", None)
         if cached is None:
-            from dlbench.backends.accuracy_data import load_split  # only this phase
+            from dlbench.backends.pytorch.accuracy_data import load_split  # only this phase
 
             info = self.workload.info
             split = load_split(self.params, info, self.workload.input_shape)

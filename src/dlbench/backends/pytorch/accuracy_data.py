@@ -3,7 +3,7 @@
 Two sources, one code path (both become a pair of ``torch.utils.data`` data sets):
 
 - ``exp.data_dir``: a folder of class sub-folders of images, read as the real-data
-  loader reads them (:class:`dlbench.backends.data.ImageFolder`: decoded, resized to
+  loader reads them (:class:`dlbench.backends.pytorch.data.ImageFolder`: decoded, resized to
   the model's input side, scaled to [-1, 1]);
 - otherwise ``exp.dataset=digits``: scikit-learn's handwritten digits (1,797 images of
   8x8 pixels, 16 grey levels, shipped with scikit-learn: nothing is downloaded), scaled
@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
-from dlbench.backends.data import ImageFolder
+from dlbench.backends.pytorch.data import ImageFolder
 from dlbench.config.modelinfo import ModelInfo
 
 __all__ = ["Split", "digits_tensors", "load_split"]

@@ -21,7 +21,7 @@ Mixed precision: ``exp.dtype`` is the modules' compute dtype; parameters,
 gradients, optimizer state, the loss and batch-norm statistics stay float32.
 
 The profiling window (``exp.profile=jax``) and the memory breakdown are in
-:mod:`dlbench.backends.jax_extras`.
+:mod:`dlbench.backends.jax.extras`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from dlbench.backends.base import Backend, NonFiniteLoss
-from dlbench.backends.jax_extras import JaxExtras
+from dlbench.backends.jax.extras import JaxExtras
 from dlbench.config.catalog import MODELS
 from dlbench.config.frameworks.base import image_layout
 from dlbench.errors import WorkerError
