@@ -14,6 +14,7 @@ import dlbench
 from dlbench.errors import ResultsError
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
+from dlbench.report.html.markup import escape
 from dlbench.report.html.page import MAX_LIST_ITEMS, render_html, write_html_report
 
 EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
@@ -217,3 +218,14 @@ def test_write_failure_is_a_results_error_and_leaves_no_temp_file(tmp_path: Path
     with pytest.raises(ResultsError, match=r"report\.html"):
         write_html_report(Report("r"), [], target)
     assert sorted(os.listdir(tmp_path)) == ["report.html"]
+
+
+def test_one_escape_rule_for_every_page() -> None:
+    # Known answer: the five characters HTML gives meaning to, inside text and quotes.
+    assert escape("<a href=\"x\">&'</a>") == "&lt;a href=&quot;x&quot;&gt;&amp;&#x27;&lt;/a&gt;"
+    assert escape(1.5) == "1.5"
+    # The rule lives in one module: no page escapes with a copy of its own.
+    src = Path(dlbench.__file__).parent
+    escaping = sorted(str(path.relative_to(src)) for path in src.rglob("*.py")
+                      if "html.escape(" in path.read_text(encoding="utf-8"))
+    assert escaping == [str(Path("report/html/markup.py"))]

@@ -21,7 +21,6 @@ Example::
 
 from __future__ import annotations
 
-import html
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +31,7 @@ from dlbench.report.charts.charts import axis_label
 from dlbench.report.charts.series import unit_of
 from dlbench.report.history.changepoint import segment_means
 from dlbench.report.history.changes import Change, HistoryAnalysis, Series
+from dlbench.report.html.markup import escape as _esc
 from dlbench.results.io import write_atomically
 
 #: Environment keys named in a dot's tooltip, when the record has them.
@@ -91,9 +91,6 @@ _JS = """
 })();
 """
 
-
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _text(value: Any) -> str:

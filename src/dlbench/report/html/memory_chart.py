@@ -17,11 +17,11 @@ Example::
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dlbench.report.html.markup import escape
 from dlbench.results.values import is_number as _is_number
 
 #: The stacked parts, bottom first: (shown name, record key, colour).
@@ -41,9 +41,6 @@ _TOP = 30.0  # the legend
 _CHAR = 6.6  # average width of a 12px sans-serif character, for the label column
 _MAX_LABEL = 56
 
-
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _bytes(value: Any) -> float | None:
@@ -95,7 +92,7 @@ def _legend(x0: float, peak: bool) -> list[str]:
     parts, x = [], x0
     for name, colour in items:
         parts.append(f'<rect x="{x:.1f}" y="8" width="12" height="12" fill="{colour}"/>'
-                     f'<text x="{x + 16:.1f}" y="18">{_esc(name)}</text>')
+                     f'<text x="{x + 16:.1f}" y="18">{escape(name)}</text>')
         x += 16 + len(name) * _CHAR + 14
     if peak:
         parts.append(f'<line x1="{x + 6:.1f}" x2="{x + 6:.1f}" y1="6" y2="22" stroke="#1f2328" '
@@ -132,7 +129,7 @@ def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" class="memory-chart" role="img" '
         f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
         f'font-family="system-ui,sans-serif" font-size="12" fill="#1f2328">',
-        f"<title>{_esc(f'memory breakdown of {len(drawn)} experiment(s), in {unit}')}</title>",
+        f"<title>{escape(f'memory breakdown of {len(drawn)} experiment(s), in {unit}')}</title>",
         *_legend(left, any(p is not None for p in peaks)),
     ]
     ticks = round(domain / size / step)
@@ -141,13 +138,13 @@ def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         x = x_of(value * size)
         out.append(f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{_TOP - 4:.1f}" y2="{axis_y:.1f}" '
                    f'stroke="#d0d7de"/><text x="{x:.2f}" y="{axis_y + 16:.1f}" '
-                   f'text-anchor="middle">{_esc(f"{value:,.10g}")}</text>')
+                   f'text-anchor="middle">{escape(f"{value:,.10g}")}</text>')
     out.append(f'<text class="axis-title" x="{left + _PLOT_WIDTH / 2:.1f}" y="{axis_y + 36:.1f}" '
-               f'text-anchor="middle">{_esc(f"memory ({unit})")}</text>')
+               f'text-anchor="middle">{escape(f"memory ({unit})")}</text>')
     for row, ((label, record), total, peak) in enumerate(zip(drawn, totals, peaks, strict=True)):
         y = _TOP + row * _ROW + (_ROW - _BAR) / 2
-        out.append(f'<g class="row"><title>{_esc(label)}</title><text x="{left - 8:.1f}" '
-                   f'y="{y + _BAR - 3:.1f}" text-anchor="end">{_esc(_short(label))}</text></g>')
+        out.append(f'<g class="row"><title>{escape(label)}</title><text x="{left - 8:.1f}" '
+                   f'y="{y + _BAR - 3:.1f}" text-anchor="end">{escape(_short(label))}</text></g>')
         x = left
         for name, key, colour in PARTS:
             part = _bytes(record.get(key))
@@ -155,20 +152,20 @@ def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
                 continue
             w = part / domain * _PLOT_WIDTH
             out.append(
-                f'<rect class="seg" data-part="{_esc(name)}" data-bytes="{part:.0f}" '
+                f'<rect class="seg" data-part="{escape(name)}" data-bytes="{part:.0f}" '
                 f'x="{x:.4f}" y="{y:.1f}" width="{w:.4f}" height="{_BAR:.1f}" fill="{colour}">'
-                f"<title>{_esc(f'{label}: {name} {bytes_text(part)}')}</title></rect>")
+                f"<title>{escape(f'{label}: {name} {bytes_text(part)}')}</title></rect>")
             x += w
         if total:
             # After the bar, and after the peak's mark where that lies further right.
             text_x = max(x, x_of(peak) if peak is not None else x) + 6
             out.append(f'<text class="total" x="{text_x:.1f}" y="{y + _BAR - 3:.1f}">'
-                       f"{_esc(f'{total / size:,.4g} {unit}')}</text>")
+                       f"{escape(f'{total / size:,.4g} {unit}')}</text>")
         if peak is not None:
             px = x_of(peak)
             out.append(
                 f'<g class="peak" data-bytes="{peak:.0f}"><title>'
-                f"{_esc(f'{label}: allocator peak {bytes_text(peak)}')}</title>"
+                f"{escape(f'{label}: allocator peak {bytes_text(peak)}')}</title>"
                 f'<line x1="{px:.4f}" x2="{px:.4f}" y1="{y - 3:.1f}" y2="{y + _BAR + 3:.1f}" '
                 f'stroke="#1f2328" stroke-width="3"/></g>')
     out.append("</svg>")

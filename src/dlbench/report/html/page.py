@@ -14,7 +14,6 @@ Example::
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ import dlbench
 from dlbench.config.registry import varying_parameters
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
+from dlbench.report.html.markup import escape
 from dlbench.report.html.profile_section import profile_section_html
 from dlbench.report.render import MISSING, format_value, spread
 from dlbench.report.serving.chart import serving_section_html
@@ -123,9 +123,6 @@ _JS = """
 """
 
 
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
 
 def _status(record: Mapping[str, Any]) -> str:
     return str(record.get("exp.status", "unknown"))
@@ -139,15 +136,15 @@ def _cell(value: Any, floatfmt: str | None) -> str:
     right-aligned and carrying their raw value for sorting."""
     text = format_value(value, floatfmt)
     if not _is_number(value):
-        return f"<td>{_esc(text)}</td>" if value is not None else '<td class="missing">-</td>'
+        return f"<td>{escape(text)}</td>" if value is not None else '<td class="missing">-</td>'
     if text == MISSING:  # NaN or infinity: no measurement
         return '<td class="missing">-</td>'
     tip = ""
     if isinstance(value, Measured):
         sd = "-" if value.sd is None else format_number(value.sd, floatfmt)
-        tip = f' title="{_esc(f"mean of {value.n} run(s), sample sd {sd}")}"'
-    sort_key = _esc(repr(float(value)))
-    return f'<td class="num" data-sort="{sort_key}"{tip}>{_esc(text + spread(value))}</td>'
+        tip = f' title="{escape(f"mean of {value.n} run(s), sample sd {sd}")}"'
+    sort_key = escape(repr(float(value)))
+    return f'<td class="num" data-sort="{sort_key}"{tip}>{escape(text + spread(value))}</td>'
 
 
 def _plain_value(value: Any) -> str:
@@ -181,21 +178,21 @@ def _table_html(table: Table) -> str:
     ]
     head = "".join(
         f'<th scope="col" class="{"num" if is_num else "text"}" title="click to sort">'
-        f"{_esc(c)}</th>"
+        f"{escape(c)}</th>"
         for c, is_num in zip(table.columns, numeric, strict=True)
     )
     body = "\n".join(
         "<tr>" + "".join(_cell(v, table.floatfmt) for v in row) + "</tr>" for row in table.rows
     )
-    parts = [f"<h3>{_esc(table.title)}</h3>"]
+    parts = [f"<h3>{escape(table.title)}</h3>"]
     if table.group:
         group = ", ".join(f"{k}={_plain_value(v)}" for k, v in table.group.items())
-        parts.append(f'<p class="group">{_esc(group)}</p>')
+        parts.append(f'<p class="group">{escape(group)}</p>')
     parts.append(
         f'<table class="sortable"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
     )
     if table.notes:
-        notes = "".join(f"<li>{_esc(note)}</li>" for note in table.notes)
+        notes = "".join(f"<li>{escape(note)}</li>" for note in table.notes)
         parts.append(f'<ul class="notes">{notes}</ul>')
     return "\n".join(parts)
 
@@ -211,18 +208,18 @@ def _label(record: Mapping[str, Any], varying: Sequence[str]) -> str:
 
 def _status_html(status: str) -> str:
     kind = "status-ok" if status == "ok" else "status-bad"
-    return f'<span class="status {kind}">{_esc(status)}</span>'
+    return f'<span class="status {kind}">{escape(status)}</span>'
 
 
 def _failure_html(index: int, record: Mapping[str, Any], label: str) -> str:
     message = record.get("exp.status_msg") or "(no message)"
     parts = [
         '<section class="failure">',
-        f"<h3>{_status_html(_status(record))} {_esc(label)}</h3>",
-        f'<pre class="status-msg">{_esc(_plain_value(message))}</pre>',
+        f"<h3>{_status_html(_status(record))} {escape(label)}</h3>",
+        f'<pre class="status-msg">{escape(_plain_value(message))}</pre>',
     ]
     if "exp.log_file" in record:
-        parts.append(f"<p>Log: <code>{_esc(_plain_value(record['exp.log_file']))}</code></p>")
+        parts.append(f"<p>Log: <code>{escape(_plain_value(record['exp.log_file']))}</code></p>")
     parts.append(f'<p><a href="#exp-{index}">All parameters of this experiment</a></p>')
     parts.append("</section>")
     return "\n".join(parts)
@@ -230,7 +227,7 @@ def _failure_html(index: int, record: Mapping[str, Any], label: str) -> str:
 
 def _kv_table(record: Mapping[str, Any], keys: Sequence[str]) -> str:
     rows = "\n".join(
-        f"<tr><td>{_esc(k)}</td><td>{_esc(_detail_value(record[k]))}</td></tr>" for k in keys
+        f"<tr><td>{escape(k)}</td><td>{escape(_detail_value(record[k]))}</td></tr>" for k in keys
     )
     return f'<table class="kv"><tbody>\n{rows}\n</tbody></table>'
 
@@ -247,10 +244,10 @@ def _experiment_html(index: int, record: Mapping[str, Any], label: str) -> str:
         f"<h4>{title}</h4>\n{_kv_table(record, group)}" for title, group in sections if group
     )
     exp_id = record.get("exp.id")
-    ident = f" <code>{_esc(exp_id)}</code>" if exp_id is not None else ""
+    ident = f" <code>{escape(exp_id)}</code>" if exp_id is not None else ""
     return (
         f'<details id="exp-{index}"><summary>{_status_html(_status(record))} '
-        f"{_esc(label)}{ident}</summary>\n{body}\n</details>"
+        f"{escape(label)}{ident}</summary>\n{body}\n</details>"
     )
 
 
@@ -258,19 +255,19 @@ def _header_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     ok = sum(_status(r) == "ok" for r in records)
     parts = [
-        f"<h1>{_esc(report.title)}</h1>",
-        f'<p class="meta">Generated {_esc(now)} by dlbench {_esc(dlbench.__version__)} from '
+        f"<h1>{escape(report.title)}</h1>",
+        f'<p class="meta">Generated {escape(now)} by dlbench {escape(dlbench.__version__)} from '
         f"{len(records)} records ({ok} ok, {len(records) - ok} not ok).</p>",
         '<nav><a href="#tables">Tables</a><a href="#charts">Charts</a>'
         '<a href="#failures">Failures</a><a href="#experiments">Experiments</a></nav>',
     ]
     if report.warnings:
-        items = "".join(f"<li>{_esc(w)}</li>" for w in report.warnings)
+        items = "".join(f"<li>{escape(w)}</li>" for w in report.warnings)
         parts.append(
             f'<div class="warnings" role="alert"><strong>Warnings</strong><ul>{items}</ul></div>'
         )
     if report.summary:
-        items = "".join(f"<li>{_esc(s)}</li>" for s in report.summary)
+        items = "".join(f"<li>{escape(s)}</li>" for s in report.summary)
         parts.append(f'<ul class="summary">{items}</ul>')
     return "\n".join(parts)
 
@@ -307,9 +304,9 @@ def _charts_html(records: Sequence[Mapping[str, Any]]) -> str:
         return "<p>No experiment ended ok with a throughput: nothing to chart.</p>"
     figures = []
     for number, chart in enumerate(charts):
-        problems = "".join(f"<li>{_esc(p)}</li>" for p in chart.problems)
+        problems = "".join(f"<li>{escape(p)}</li>" for p in chart.problems)
         figures.append(
-            f'<figure class="chart"><figcaption>{_esc(chart.caption)}</figcaption>\n'
+            f'<figure class="chart"><figcaption>{escape(chart.caption)}</figcaption>\n'
             f"{_inline_svg(chart.svg, f'chart{number}-')}\n"
             + (f'<ul class="notes">{problems}</ul>\n' if problems else "")
             + "</figure>"
@@ -335,8 +332,8 @@ def render_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="dlbench {_esc(dlbench.__version__)}">
-<title>{_esc(report.title)}</title>
+<meta name="generator" content="dlbench {escape(dlbench.__version__)}">
+<title>{escape(report.title)}</title>
 <link rel="icon" href="data:,">
 <style>{_CSS}</style>
 </head>

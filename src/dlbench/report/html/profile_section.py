@@ -16,11 +16,11 @@ Example::
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dlbench.report.html.markup import escape
 from dlbench.report.html.memory_chart import PARTS, PEAK, bytes_text, has_memory, memory_chart_svg
 from dlbench.report.operators import OperatorStep, record_operators, time_basis, window_batches
 from dlbench.results.values import is_number as _is_number
@@ -31,15 +31,12 @@ OPEN_TABLES = 4
 _NOTE = "results.memory.note"
 
 
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
 
 def _num_td(value: float | None, text: str) -> str:
     """A right-aligned cell carrying its raw value for the page's sorting script."""
     if value is None or not math.isfinite(value):
         return '<td class="missing">-</td>'
-    return f'<td class="num" data-sort="{_esc(repr(float(value)))}">{_esc(text)}</td>'
+    return f'<td class="num" data-sort="{escape(repr(float(value)))}">{escape(text)}</td>'
 
 
 def ms_text(value: float) -> str:
@@ -78,11 +75,11 @@ def operator_table_html(
         return ""
     per = "step" if window_batches(record) else "window"
     head = "".join(
-        f'<th scope="col" class="{cls}" title="click to sort">{_esc(name)}</th>'
+        f'<th scope="col" class="{cls}" title="click to sort">{escape(name)}</th>'
         for name, cls in (("operator", "text"), (f"self ms / {per}", "num"),
                           (f"share of {per}", "num"), (f"calls / {per}", "num")))
     body = "\n".join(
-        f"<tr><td><code>{_esc(name)}</code></td>{_num_td(ms, ms_text(ms))}"
+        f"<tr><td><code>{escape(name)}</code></td>{_num_td(ms, ms_text(ms))}"
         f"{_num_td(share, '-' if share is None else f'{share:.1%}')}"
         f"{_num_td(calls, f'{calls:,.4g}')}</tr>"
         for name, ms, share, calls in operator_rows(ops))
@@ -94,10 +91,10 @@ def operator_table_html(
     trace = record.get("results.profile.trace")
     if isinstance(trace, str) and trace:
         notes.append(f"trace: {trace}")
-    items = "".join(f"<li>{_esc(n)}</li>" for n in notes)
+    items = "".join(f"<li>{escape(n)}</li>" for n in notes)
     return (
-        f'<details class="operators"{" open" if open_ else ""}><summary>{_esc(label)}: '
-        f"{_esc(_operators_caption(record, ops))}</summary>\n"
+        f'<details class="operators"{" open" if open_ else ""}><summary>{escape(label)}: '
+        f"{escape(_operators_caption(record, ops))}</summary>\n"
         f'<table class="sortable"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n'
         f'</tbody></table>\n<ul class="notes">{items}</ul>\n'
         f'<p><a href="#exp-{index}">All parameters of this experiment</a></p>\n</details>'
@@ -107,7 +104,7 @@ def operator_table_html(
 def _memory_table_html(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     heads = ["experiment", *(name for name, _, _ in PARTS), "sum", "peak (allocator)"]
     head = "".join(f'<th scope="col" class="{"text" if i == 0 else "num"}" '
-                   f'title="click to sort">{_esc(h)}</th>' for i, h in enumerate(heads))
+                   f'title="click to sort">{escape(h)}</th>' for i, h in enumerate(heads))
     lines = []
     for label, record in rows:
         values = [record.get(key) for _, key, _ in PARTS]
@@ -115,7 +112,7 @@ def _memory_table_html(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         cells = [*values, sum(numbers) if numbers else None, record.get(PEAK)]
         tds = "".join(_num_td(float(v), bytes_text(float(v))) if _is_number(v)
                       else '<td class="missing">-</td>' for v in cells)
-        lines.append(f"<tr><td>{_esc(label)}</td>{tds}</tr>")
+        lines.append(f"<tr><td>{escape(label)}</td>{tds}</tr>")
     body = "\n".join(lines)
     return (f'<details><summary>The figures (bytes)</summary>\n<table class="sortable"><thead>'
             f"<tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table></details>")
@@ -134,7 +131,7 @@ def _memory_html(records: Sequence[Mapping[str, Any]], labels: Sequence[str]) ->
         # The SVG has no ids, so unlike matplotlib's charts it needs no prefix on the page.
         figures.append(
             f'<figure class="chart" id="memory-chart-{number}">'
-            f"<figcaption>{_esc(caption)}</figcaption>\n{memory_chart_svg(rows)}\n"
+            f"<figcaption>{escape(caption)}</figcaption>\n{memory_chart_svg(rows)}\n"
             f"{_memory_table_html(rows)}</figure>")
     notes: dict[str, int] = {}
     for record in records:
@@ -142,7 +139,7 @@ def _memory_html(records: Sequence[Mapping[str, Any]], labels: Sequence[str]) ->
         if isinstance(note, str) and note:
             notes[note] = notes.get(note, 0) + 1
     if notes:
-        items = "".join(f"<li>{_esc(f'{note} ({count} experiment(s))')}</li>"
+        items = "".join(f"<li>{escape(f'{note} ({count} experiment(s))')}</li>"
                         for note, count in notes.items())
         figures.append(f'<ul class="notes">{items}</ul>')
     return "\n".join(figures)

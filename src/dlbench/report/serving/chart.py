@@ -242,8 +242,9 @@ def serving_section_html(report: Report, records: Sequence[Mapping[str, Any]]) -
         curves, tables_shown = serving_curves(usable), False
     if not curves:
         return ""
-    # Imported here: html imports this module, and owns the page's escaping and tables.
+    # Imported here: the page imports this module, and owns its tables and SVG inlining.
     from dlbench.report.html import page
+    from dlbench.report.html.markup import escape
 
     parts = ['<section id="serving"><h2>Serving curves</h2>',
              "<p>Latency at the percentile of the rules against achieved throughput, a line "
@@ -256,9 +257,9 @@ def serving_section_html(report: Report, records: Sequence[Mapping[str, Any]]) -
         svg = render_serving_chart(members, "svg", problems).decode("utf-8")
         notes = [f"{curve.label}: {note}" for curve in members
                  for note in curve_notes(curve) if note.startswith("knee")]
-        items = "".join(f"<li>{page._esc(n)}</li>" for n in [*notes, *problems])
+        items = "".join(f"<li>{escape(n)}</li>" for n in [*notes, *problems])
         parts.append(f'<figure class="chart serving"><figcaption>'
-                     f"{page._esc(chart_caption(members))}</figcaption>\n"
+                     f"{escape(chart_caption(members))}</figcaption>\n"
                      f"{page._inline_svg(svg, f'serving{number}-')}\n"
                      f'<ul class="notes">{items}</ul></figure>')
         if not tables_shown:
