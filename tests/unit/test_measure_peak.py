@@ -90,7 +90,7 @@ def test_peaks_file_location_and_damage(tmp_path: Path, monkeypatch: pytest.Monk
     (tmp_path / "peaks.json").write_text("{not json")
     assert load_peaks() == {}  # a damaged cache never fails an experiment
     monkeypatch.delenv("DLBENCH_HOME")
-    assert peaks_path() == Path.home() / ".cache" / "dlbench" / "peaks.json"
+    assert peaks_path() == Path.home() / ".dlbench" / "peaks.json"
 
 
 def test_matmul_agrees_with_torch_benchmark_timer() -> None:

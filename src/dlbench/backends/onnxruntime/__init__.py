@@ -37,8 +37,8 @@ import dlbench
 from dlbench.backends.base import Backend
 from dlbench.config.catalog import MODELS
 from dlbench.config.frameworks.onnxruntime import ONNXRUNTIME_PROVIDERS
+from dlbench.config.home import dlbench_home
 from dlbench.errors import WorkerError
-from dlbench.measure.peak.peaks import peaks_path
 from dlbench.measure.sysinfo import gpu_info
 from dlbench.models.pytorch.flops import count_step_flops
 from dlbench.models.pytorch.workload_base import Workload
@@ -67,9 +67,9 @@ _GPU_PROVIDERS = frozenset(ONNXRUNTIME_PROVIDERS) - {_CPU}
 
 
 def export_cache_dir() -> Path:
-    """Where exports are cached: ``$DLBENCH_HOME/onnx``, else ``~/.cache/dlbench/onnx``
-    (beside the measured device peaks, whose file locates dlbench's home)."""
-    return peaks_path().parent / "onnx"
+    """Where exports are cached: ``onnx/`` in dlbench's home
+    (:func:`dlbench.config.home.dlbench_home`)."""
+    return dlbench_home() / "onnx"
 
 
 def requested_providers(value: str, gpus: str) -> list[str]:

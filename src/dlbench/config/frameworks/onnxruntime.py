@@ -87,7 +87,7 @@ FRAMEWORK = FrameworkInfo(
                    "PyTorch model) and of the synthetic inputs."),
         Param("onnxruntime.export_cache", "bool", True,
               "Reuse the model exported earlier for the same model, input shape, dtype, seed "
-              "and versions (in $DLBENCH_HOME/onnx, else ~/.cache/dlbench/onnx); false: "
+              "and versions (in $DLBENCH_HOME/onnx, else ~/.dlbench/onnx); false: "
               "export again.", identity=False),
     ),
 )

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlbench.config.home import dlbench_home
+
 #: Version of the peaks file format. 1: {"version", "devices": {name: entry}}.
 PEAKS_FORMAT = 1
 
@@ -137,10 +139,8 @@ class Peak:
 
 
 def peaks_path() -> Path:
-    """``$DLBENCH_HOME/peaks.json``, else ``~/.cache/dlbench/peaks.json``."""
-    home = os.environ.get("DLBENCH_HOME")
-    base = Path(home) if home else Path.home() / ".cache" / "dlbench"
-    return base / "peaks.json"
+    """``peaks.json`` in dlbench's home (:func:`dlbench.config.home.dlbench_home`)."""
+    return dlbench_home() / "peaks.json"
 
 
 def load_peaks(path: Path | None = None) -> dict[str, dict[str, Any]]:

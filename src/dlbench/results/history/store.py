@@ -33,7 +33,6 @@ Example::
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 from abc import ABC, abstractmethod
@@ -43,6 +42,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dlbench.config.home import dlbench_home
 from dlbench.errors import ResultsError
 from dlbench.results.history.records import HistoryRow
 from dlbench.results.jsontext import loads_json
@@ -142,12 +142,9 @@ def redact(text: str, spec: str | None = None) -> str:
 
 
 def default_store() -> str:
-    """``$DLBENCH_HOME/history.sqlite``, else ``~/.dlbench/history.sqlite``: one
-    history per user across every run directory. (Not under ``~/.cache``, whose
-    contents may be deleted at any time: a history is data.)"""
-    home = os.environ.get("DLBENCH_HOME")
-    base = Path(home) if home else Path.home() / ".dlbench"
-    return str(base / DEFAULT_FILENAME)
+    """``history.sqlite`` in dlbench's home (:func:`dlbench.config.home.dlbench_home`):
+    one history per user across every run directory."""
+    return str(dlbench_home() / DEFAULT_FILENAME)
 
 
 class HistoryStore(ABC):
