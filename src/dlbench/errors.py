@@ -3,6 +3,26 @@
 Every one of them carries a one-line message that names the parameter, file or flag
 at fault and what would be accepted; the command line prints that line and exits
 with status 2. Anything else that escapes is a bug and keeps its traceback.
+
+The one hierarchy (all defined here; the two marked * by the model builders,
+``dlbench.models``, which subclass :class:`WorkerError`)::
+
+    DlbenchError
+    ├── SpecError               a sweep spec or -P/-V/-E flag
+    ├── ConfigError             a parameter's value
+    │   └── UnsafeExpressionError
+    ├── ResultsError            a run directory, store or exported file
+    ├── MetricError             a metric with no direction
+    ├── QueryError              a --where/--query
+    ├── CompareError            a comparison option
+    ├── ChartError              a chart that cannot be built as asked
+    ├── WorkerError             inside the worker, as the experiment's status message
+    │   ├── NonFiniteLoss       the training loss became NaN or infinite
+    │   ├── ImageTooSmall *
+    │   └── FlopsNotCounted *
+    ├── UsageError              the command line itself
+    ├── PathError               a path that cannot be used
+    └── MeasurementRefused      a measurement that cannot be what it claims
 """
 
 from __future__ import annotations
@@ -41,6 +61,14 @@ class QueryError(DlbenchError):
     """A ``--where``/``--query`` JSON query is malformed."""
 
 
+class CompareError(DlbenchError):
+    """A comparison option (such as --threshold) has a value that is not accepted."""
+
+
+class ChartError(DlbenchError):
+    """A chart cannot be built as asked (keys, legend, baseline, units, chart type)."""
+
+
 class WorkerError(DlbenchError):
     """An experiment failed inside its worker; the message says why.
 
@@ -63,3 +91,11 @@ class MeasurementRefused(DlbenchError):
     """A measurement that cannot be what it claims to be (``dlbench peak`` under CPU
     contention, far below the peak already saved) is not stored; the message says why
     and which flag stores it anyway."""
+
+
+class NonFiniteLoss(WorkerError):
+    """The training loss became NaN or infinite."""
+
+    def __init__(self, batch: int) -> None:
+        super().__init__(f"loss is NaN at batch {batch}")
+        self.batch = batch

@@ -16,16 +16,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from dlbench.errors import NonFiniteLoss as NonFiniteLoss  # importable here too, where it began
 from dlbench.errors import WorkerError
 from dlbench.measure.timers import BatchTimer, HostTimer
-
-
-class NonFiniteLoss(WorkerError):
-    """The training loss became NaN or infinite."""
-
-    def __init__(self, batch: int) -> None:
-        super().__init__(f"loss is NaN at batch {batch}")
-        self.batch = batch
 
 
 class Backend(ABC):

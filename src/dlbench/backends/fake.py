@@ -15,7 +15,8 @@ import signal
 import time
 from typing import Any
 
-from dlbench.backends.base import Backend, NonFiniteLoss
+from dlbench.backends.base import Backend
+from dlbench.errors import NonFiniteLoss
 
 # Sleep until this close to the deadline, then spin: time.sleep alone overshoots by
 # 50-100 µs, which is 0.5-1 % of a 10 ms step.

@@ -39,11 +39,11 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from dlbench.backends.base import Backend, NonFiniteLoss
+from dlbench.backends.base import Backend
 from dlbench.backends.jax.extras import JaxExtras
 from dlbench.config.catalog import MODELS
 from dlbench.config.frameworks.base import image_layout
-from dlbench.errors import WorkerError
+from dlbench.errors import NonFiniteLoss, WorkerError
 from dlbench.measure.timers import BatchTimer, DispatchTimer
 from dlbench.models.jax.workloads import JaxWorkload, make_jax_workload
 

@@ -20,14 +20,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from dlbench.backends.base import Backend, NonFiniteLoss
+from dlbench.backends.base import Backend
 from dlbench.backends.pytorch.extras import PyTorchExtras
 from dlbench.backends.pytorch.generate import PyTorchGenerate
 from dlbench.backends.pytorch.step import fast_step
 from dlbench.config.catalog import MODELS, model_info
 from dlbench.config.frameworks.base import image_layout
 from dlbench.config.frameworks.pytorch import use_channels_last
-from dlbench.errors import WorkerError
+from dlbench.errors import NonFiniteLoss, WorkerError
 from dlbench.measure.timers import BatchTimer, EventTimer
 from dlbench.models.flops import FlopsNotCounted, architecture_flops
 from dlbench.models.pytorch.flops import count_step_flops

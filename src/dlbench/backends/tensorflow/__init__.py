@@ -38,12 +38,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dlbench.backends.base import Backend, NonFiniteLoss
+from dlbench.backends.base import Backend
 from dlbench.backends.tensorflow.devices import select_devices, set_threads
 from dlbench.backends.tensorflow.extras import TensorFlowExtras
 from dlbench.config.catalog import MODELS
 from dlbench.config.frameworks.base import image_layout
-from dlbench.errors import WorkerError
+from dlbench.errors import NonFiniteLoss, WorkerError
 from dlbench.models.tensorflow.flops import graph_flops
 from dlbench.models.tensorflow.workloads import Batch, make_workload
 

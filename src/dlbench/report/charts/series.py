@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from dlbench.config.registry import REGISTRY, is_user_param, varying_parameters
-from dlbench.errors import DlbenchError, ResultsError
+from dlbench.errors import ChartError as ChartError  # importable here too, where it began
+from dlbench.errors import ResultsError
 from dlbench.report.aggregate import SEPARATE_BY, key_of, row_keys, usable_records
 from dlbench.results.keys.lookup import KEY_PREFIXES, lookup
 from dlbench.results.query import match
@@ -48,10 +49,6 @@ _RATE_KEYS = ("results.throughput", "results.throughput_batch_mean")
 #: Results proportional to samples per second: their 95 % CI is the transform of the
 #: CI of the mean batch time, ``results.ci95_rel``.
 _INVERSE_TIME_KEYS = ("results.throughput", "results.tflops")
-
-
-class ChartError(DlbenchError):
-    """A chart cannot be built as asked (keys, legend, baseline, units, chart type)."""
 
 
 @dataclass

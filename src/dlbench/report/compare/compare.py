@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.config.identity import identity_parameters
-from dlbench.errors import DlbenchError, ResultsError
+from dlbench.errors import CompareError as CompareError  # importable here too, where it began
+from dlbench.errors import ResultsError
 from dlbench.report.aggregate import ENVIRONMENT_KEYS
 from dlbench.report.compare.paired import is_batch_time_statistic, paired_ratio, paired_values
 from dlbench.report.operators import OperatorChange, compare_operators, operator_bases
@@ -53,10 +54,6 @@ from dlbench.results.values import is_number as _is_number
 ALPHA = 0.05
 VERDICTS = ("faster", "slower", "unchanged")
 _THRESHOLD_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
-
-
-class CompareError(DlbenchError):
-    """A comparison option (such as --threshold) has a value that is not accepted."""
 
 
 @dataclass
