@@ -7,9 +7,6 @@ Two families, with one name for plain text, ``text`` (``table``, its earlier nam
   aligned ``text`` table, ``json`` or ``csv``; ``query`` also writes ``parquet`` files;
 - report formats (``dlbench report``, ``compare``, ``sysinfo``, ``peak``): a document as
   ``text``, ``markdown``, ``csv`` or ``json``; ``report`` also writes an ``html`` page.
-
-A command that offers only some formats of a family takes them with :func:`subset`,
-so that its choices are spelled where the family is.
 """
 
 from __future__ import annotations
@@ -23,12 +20,3 @@ PARQUET_FORMAT = "parquet"
 REPORT_FORMATS = ("text", "markdown", "csv", "json")
 #: The report format written to a file only: a page with charts.
 HTML_FORMAT = "html"
-
-
-def subset(family: tuple[str, ...], *names: str) -> tuple[str, ...]:
-    """``names`` in the order of ``family``; ``ValueError`` for a name not in it (a
-    command offering a format its family does not define is a bug)."""
-    unknown = [name for name in names if name not in family]
-    if unknown:
-        raise ValueError(f"formats {unknown} are not in {family}")
-    return tuple(name for name in family if name in names)

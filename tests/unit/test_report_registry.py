@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dlbench.cli.main import build_parser, main
-from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS, subset
+from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS
 from dlbench.report import registry
 from dlbench.report.cells import Report, Table
 from dlbench.report.registry import ReportOptions, ReportType
@@ -107,6 +107,3 @@ def test_format_choices_come_from_the_two_format_families() -> None:
     assert _choices(["report"], "format") == [*REPORT_FORMATS, HTML_FORMAT]
     assert _choices(["compare"], "format") == ["text", "markdown", "csv", "json"]
     assert _choices(["sysinfo"], "format") == _choices(["peak"], "format") == ["text", "json"]
-    assert subset(REPORT_FORMATS, "json", "text") == ("text", "json")  # the family's order
-    with pytest.raises(ValueError, match=r"\['table'\] are not in"):
-        subset(REPORT_FORMATS, "table")

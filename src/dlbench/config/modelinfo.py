@@ -49,7 +49,6 @@ class ModelInfo:
     # larger than its input); None when any size works (resnets reach 1x1 and stay).
     min_image_size: int | None = None
     description: str = ""
-    tags: tuple[str, ...] = field(default=())
     # What exp.data_dir may hold for this model: "images" (class sub-folders of
     # images), "text" (a text file), or "" for synthetic data only. Image
     # classification models read images without saying so (see real_data_kind).

@@ -56,13 +56,13 @@ from dlbench.launch.oom_memo import OOM_QUERY, OutOfMemoryMemo, skipped_record
 from dlbench.launch.progress import Progress, Reporter, stability_note
 from dlbench.launch.records import combine_processes, rank_logs, worker_record, write_combined
 from dlbench.launch.rundir_lock import lock_run_directories
-from dlbench.launch.signals import SignalState, hold_interrupts, sigterm_as_interrupt, sweep_signals
+from dlbench.launch.signals import SignalState, hold_interrupts, sweep_signals
 from dlbench.results.export import write_atomically
 from dlbench.results.store import Store
 
 __all__ = ["Finish", "Outcome", "Progress", "Reporter", "Runner", "SweepResult",
-           "combine_processes", "rank_logs", "should_run", "sigterm_as_interrupt",
-           "stability_note", "write_combined", "write_input"]
+           "combine_processes", "rank_logs", "should_run", "stability_note",
+           "write_combined", "write_input"]
 
 #: What a launcher calls with each experiment's record as it ends: its index in the
 #: plan, the record, and the seconds it ran.

@@ -31,7 +31,6 @@ class SignalState:
     """What the signals asked for while a sweep ran."""
 
     stop_requested: bool = False
-    interrupts_held: int = 0
     _saved: dict[signal.Signals, Any] = field(default_factory=dict)
 
 
@@ -65,31 +64,18 @@ def sweep_signals() -> Iterator[SignalState]:
 
 
 def hold_interrupts(state: SignalState | None) -> None:
-    """From now until the sweep of ``state`` ends, Ctrl-C and SIGTERM are counted, not
+    """From now until the sweep of ``state`` ends, Ctrl-C and SIGTERM are ignored, not
     raised (nothing happens outside a sweep)."""
     if state is None or not state._saved:
         return
 
-    def note(signum: int, frame: FrameType | None) -> None:
-        state.interrupts_held += 1
-
-    try:
-        signal.signal(signal.SIGINT, note)
-        signal.signal(signal.SIGTERM, note)
-    except ValueError:  # not the main thread
+    # A handler that does nothing, not SIG_IGN: an ignored signal stays ignored in the
+    # children started afterwards, a Python handler does not survive their exec.
+    def ignore(signum: int, frame: FrameType | None) -> None:
         pass
 
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C while a sweep runs, so the worker is stopped and the
-    experiment marked interrupted either way."""
     try:
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, ignore)
+        signal.signal(signal.SIGTERM, ignore)
+    except ValueError:  # not the main thread
+        pass

@@ -37,9 +37,6 @@ from dlbench.measure.timers import BatchTimer, Clock, HostTimer, Step, Sync
 #: resource monitor takes a sample there); never inside a timed interval.
 Marker = Callable[[str], None]
 
-#: ``results.stop_reason`` values.
-STOP_REASONS = ("fixed", "ci_reached", "max_duration", "max_batches")
-
 
 @dataclass(frozen=True)
 class AutoWarmup:
