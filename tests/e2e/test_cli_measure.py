@@ -36,8 +36,10 @@ def test_peak_measures_and_stores(
     assert done.returncode == 0, done.stderr
     (entry,) = json.loads(done.stdout)
     assert entry["device_type"] == "cpu" and entry["matmul_size"] == 256
-    assert 0.001 < entry["tflops"]["float32"] < 100  # TFLOP/s: any CPU is in here
-    assert 0.1 < entry["memory_gbps"] < 10_000  # GB/s
+    # No lower bound on speed: a loaded machine may be as slow as it likes. The upper
+    # bounds check the units (FLOP/s for TFLOP/s would be 1e12 times too large).
+    assert 0 < entry["tflops"]["float32"] < 100  # TFLOP/s
+    assert 0 < entry["memory_gbps"] < 10_000  # GB/s
     stored = json.loads((tmp_path / "home" / "peaks.json").read_text())
     assert stored["devices"][entry["device"]]["tflops"] == entry["tflops"]
     assert entry["threads"] >= 1 and entry["cpu_share"]["float32"] > 0

@@ -9,15 +9,25 @@ import math
 from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import pytest
 
-from dlbench.backends import jax as jax_backend
-from dlbench.errors import ConfigError, WorkerError
-from dlbench.results.log.parser import parse_log
-from tests.conftest import CliRunner
-from tests.integration.worker import TOY_FORWARD, TOY_TRAINING, ok, plan_one, run_in_process
+jax = pytest.importorskip("jax", reason="exp.framework=jax needs the jax extra")
+pytest.importorskip("flax", reason="exp.framework=jax needs the jax extra")
+pytest.importorskip("optax", reason="exp.framework=jax needs the jax extra")
+
+import jax.numpy as jnp  # noqa: E402 - after the skip: without JAX nothing here runs
+
+from dlbench.backends import jax as jax_backend  # noqa: E402
+from dlbench.errors import ConfigError, WorkerError  # noqa: E402
+from dlbench.results.log.parser import parse_log  # noqa: E402
+from tests.conftest import CliRunner  # noqa: E402
+from tests.integration.worker import (  # noqa: E402
+    TOY_FORWARD,
+    TOY_TRAINING,
+    ok,
+    plan_one,
+    run_in_process,
+)
 
 TOY_PARAMS = (64 * 128 + 128) + (128 * 10 + 10)  # the toy model's weights and biases
 

@@ -16,7 +16,13 @@ def test_every_entry_is_a_model() -> None:
     assert "resnet50" in MODEL_SIZES
 
 
-@pytest.mark.parametrize("model_id", sorted(MODELS))
+#: Models whose count takes long on a CPU (toy_lstm: about a minute on two cores).
+_SLOW_TO_COUNT = frozenset({"toy_lstm"})
+
+
+@pytest.mark.parametrize("model_id", [
+    pytest.param(model_id, marks=pytest.mark.slow) if model_id in _SLOW_TO_COUNT else model_id
+    for model_id in sorted(MODELS)])
 def test_sizes_are_recounted(model_id: str) -> None:
     counted = model_summary(model_id)
     line = f"update src/dlbench/config/model_sizes.py: {model_id!r}: {counted}"

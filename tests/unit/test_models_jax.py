@@ -8,19 +8,26 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
-import torch
-from torch import nn
 
-from dlbench.config.catalog import FRAMEWORKS, MODELS
-from dlbench.models import ImageTooSmall
-from dlbench.models.jax import JAX_BUILDERS, build_jax_model, jax_sample_shape
-from dlbench.models.jax.layers import adaptive_avg_pool, kaiming_fan_out, torch_default_kernel
-from dlbench.models.jax.workloads import IGNORE, make_jax_workload
-from dlbench.models.pytorch.workloads import make_workload
+jax = pytest.importorskip("jax", reason="the Flax zoo needs the jax extra")
+pytest.importorskip("flax", reason="the Flax zoo needs the jax extra")
+
+import jax.numpy as jnp  # noqa: E402 - after the skip: without JAX nothing here runs
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from dlbench.config.catalog import FRAMEWORKS, MODELS  # noqa: E402
+from dlbench.models import ImageTooSmall  # noqa: E402
+from dlbench.models.jax import JAX_BUILDERS, build_jax_model, jax_sample_shape  # noqa: E402
+from dlbench.models.jax.layers import (  # noqa: E402
+    adaptive_avg_pool,
+    kaiming_fan_out,
+    torch_default_kernel,
+)
+from dlbench.models.jax.workloads import IGNORE, make_jax_workload  # noqa: E402
+from dlbench.models.pytorch.workloads import make_workload  # noqa: E402
 
 JAX_MODELS = sorted(JAX_BUILDERS)
 
