@@ -2,7 +2,7 @@
 --interleave`` + ``dlbench compare`` with known answers.
 
 Each trial runs one interleaved sweep of two fake-workload configurations into two
-run directories and compares them (paired by process, ``report.compare_paired``):
+run directories and compares them (paired by process, ``report.compare.paired``):
 
 - ``same``: ``fake.step_ms`` 2.0 against 2.0 (under another ``fake.seed``, so that
   the two are distinct experiments), whose right verdict is ``unchanged``;

@@ -1,5 +1,5 @@
 """Interleaved repeats (launch.interleave) and their paired comparison
-(report.compare_paired): the order processes run in, and the statistics, with known
+(report.compare.paired): the order processes run in, and the statistics, with known
 answers."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dlbench.report.history.changes import HistoryAnalysis
     from dlbench.results.history.records import HistoryRow
 
-# The library's defaults (report.history_changes, report.changepoint), spelled here
+# The library's defaults (report.history.changes, report.history.changepoint), spelled here
 # so that building the parser imports neither NumPy nor the store.
 _WINDOW, _THRESHOLD, _P_VALUE, _PERMUTATIONS, _MIN_SIZE, _LAST = 10, "2%", 0.01, 199, 4, 250
 _MAX_PERMUTATIONS = 100_000

@@ -76,7 +76,7 @@ class Outcome:
     record: dict[str, Any]
     ran: bool  # False when an earlier result was kept (exp.rerun) or it was skipped
     seconds: float = 0.0
-    skipped: bool = False  # not run: a smaller batch ran out of memory (launch.memo)
+    skipped: bool = False  # not run: a smaller batch ran out of memory (launch.oom_memo)
 
     @property
     def status(self) -> str:
@@ -134,7 +134,7 @@ class Runner(Launcher):
         self._progress: Progress | None = None  # the sweep's (run())
         #: ``--interleave``: the repeats of the sweep round-robin (launch.interleave).
         self.interleave = False
-        self._forks = Forks(self.report)  # exp.fork_server=auto: launch.forkserver
+        self._forks = Forks(self.report)  # exp.fork_server=auto: launch.forkserver.client
 
     #: The record of a worker process from its log (kept as a method for subclasses).
     _record = staticmethod(worker_record)

@@ -186,7 +186,7 @@ def _scenario_results(
     params: Mapping[str, Any], backend: Backend, progress: ProgressWriter, mark: Any,
 ) -> dict[str, Any]:
     """``exp.scenario`` other than ``batch``: warm-up, then the load generator issues
-    queries (measure.scenario); each query is one step of the backend's batch, done on
+    queries (measure.loadgen.scenario); each query is one step of the backend's batch, done on
     the device before the query counts as answered."""
     warmup, _ = policies(params)
     progress.enter("warmup")

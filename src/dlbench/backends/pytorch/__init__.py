@@ -228,7 +228,7 @@ class PyTorchBackend(PyTorchGenerate, PyTorchExtras, Backend):
         return total / inputs.shape[0] if total else None
 
     def step(self, index: int) -> None:
-        # Specialised at set-up (backends.pytorch_step), else the general step below.
+        # Specialised at set-up (backends.pytorch.step), else the general step below.
         self._step(index)
 
     def _general_step(self, index: int) -> None:

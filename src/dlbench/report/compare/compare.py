@@ -297,7 +297,7 @@ def compare_records(
         pairs = paired_values(side_a, side_b, metric)
         if pairs is None:
             p = welch_p_value(_samples(side_a, metric), _samples(side_b, metric))
-        else:  # interleaved processes, compared pair by pair (report.compare_paired)
+        else:  # interleaved processes, compared pair by pair (report.compare.paired)
             ratio, p = paired_ratio(*pairs)
             paired += 1
         rows.append(ConfigComparison(
