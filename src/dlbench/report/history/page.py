@@ -32,6 +32,7 @@ from dlbench.report.charts.series import unit_of
 from dlbench.report.history.changepoint import segment_means
 from dlbench.report.history.changes import Change, HistoryAnalysis, Series
 from dlbench.report.html.markup import escape as _esc
+from dlbench.report.html.markup import page_shell
 from dlbench.results.io import write_atomically
 
 #: Environment keys named in a dot's tooltip, when the record has them.
@@ -268,18 +269,7 @@ def render_history_page(analysis: HistoryAnalysis, *, source: str = "") -> str:
     sections = "\n".join(_section(analysis, i, s) for i, s in enumerate(analysis.series))
     title = f"History of {analysis.metric}"
     from_source = f" from {_esc(source)}" if source else ""
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="dlbench {_esc(dlbench.__version__)}">
-<title>{_esc(title)}</title>
-<link rel="icon" href="data:,">
-<style>{_CSS}</style>
-</head>
-<body>
-<h1>{_esc(title)}</h1>
+    body = f"""<h1>{_esc(title)}</h1>
 <p class="meta">Generated {_esc(now)} by dlbench {_esc(dlbench.__version__)}{from_source}:
 {len(analysis.series)} configurations, {sum(len(s.points) for s in analysis.series)} runs,
 {sum(len(s.changes) for s in analysis.series)} change points (p &le;
@@ -289,11 +279,8 @@ def render_history_page(analysis: HistoryAnalysis, *, source: str = "") -> str:
 <p><label for="filter">Filter configurations: </label>
 <input id="filter" type="search" placeholder="e.g. resnet50 float16" autocomplete="off">
 (<span id="shown">{len(analysis.series)}</span> shown)</p>
-{sections or "<p>No configuration has a value of this metric.</p>"}
-<script>{_JS}</script>
-</body>
-</html>
-"""
+{sections or "<p>No configuration has a value of this metric.</p>"}"""
+    return page_shell(title, _CSS, body, _JS)
 
 
 def write_history_page(analysis: HistoryAnalysis, path: Path, *, source: str = "") -> None:

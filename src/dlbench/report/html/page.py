@@ -25,7 +25,7 @@ import dlbench
 from dlbench.config.registry import varying_parameters
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
-from dlbench.report.html.markup import escape
+from dlbench.report.html.markup import escape, page_shell
 from dlbench.report.html.profile_section import profile_section_html
 from dlbench.report.render import MISSING, format_value, spread
 from dlbench.report.serving.chart import serving_section_html
@@ -327,18 +327,7 @@ def render_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
     tables = "\n".join(_table_html(t) for t in report.tables) or "<p>No tables.</p>"
     failure_parts = "\n".join(_failure_html(i, records[i], labels[i]) for i in failures)
     experiments = "\n".join(_experiment_html(i, r, labels[i]) for i, r in enumerate(records))
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="dlbench {escape(dlbench.__version__)}">
-<title>{escape(report.title)}</title>
-<link rel="icon" href="data:,">
-<style>{_CSS}</style>
-</head>
-<body>
-{_header_html(report, records)}
+    body = f"""{_header_html(report, records)}
 <section id="tables"><h2>Tables</h2>
 {tables}
 </section>
@@ -352,11 +341,8 @@ def render_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
 </section>
 <section id="experiments"><h2>Experiments ({len(records)})</h2>
 {experiments or "<p>No records.</p>"}
-</section>
-<script>{_JS}</script>
-</body>
-</html>
-"""
+</section>"""
+    return page_shell(report.title, _CSS, body, _JS)
 
 
 def write_html_report(report: Report, records: Sequence[Mapping[str, Any]], path: Path) -> None:
