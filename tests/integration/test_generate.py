@@ -172,7 +172,8 @@ def test_batches_of_requests_without_a_cache(tmp_path: Path,
      "Runtime is inference only); supported: inference"),
     (["exp.framework=pytorch", "exp.model=resnet18"],
      "exp.phase='generate' (from -P flag) needs a decoder (causal language) model, and "
-     "exp.model='resnet18' (from -P flag) is classification; decoders: gpt2_small, wlm"),
+     "exp.model='resnet18' (from -P flag) is classification; decoders: gpt2_small, wlm, "
+     "and hf: causal language models"),
     (["exp.framework=pytorch", "exp.model=gpt2_small", "exp.scenario=server",
       "exp.target_qps=auto", "exp.latency_bound_ms=100"],
      "exp.target_qps='auto' (from -P flag) is not supported with exp.phase=generate yet; "

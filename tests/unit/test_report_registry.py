@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dlbench.cli.main import build_parser, main
-from dlbench.formats import DATA_FORMATS, HTML_FORMAT, REPORT_FORMATS
+from dlbench.formats import DATA_FORMATS, HTML_FORMAT, PARQUET_FORMAT, REPORT_FORMATS
 from dlbench.report import registry
 from dlbench.report.cells import Report, Table
 from dlbench.report.registry import ReportOptions, ReportType
@@ -102,7 +102,8 @@ def test_registry_refuses_a_taken_name_and_names_the_accepted_ones(count_type: N
 
 
 def test_format_choices_come_from_the_two_format_families() -> None:
-    assert _choices(["query"], "format") == ["text", "json", "csv"] == list(DATA_FORMATS)
+    assert _choices(["query"], "format")[:3] == ["text", "json", "csv"] == list(DATA_FORMATS)
+    assert _choices(["query"], "format")[3:] == [PARQUET_FORMAT]
     assert _choices(["plan"], "format") == ["text", "json"]
     assert _choices(["report"], "format") == [*REPORT_FORMATS, HTML_FORMAT]
     assert _choices(["compare"], "format") == ["text", "markdown", "csv", "json"]

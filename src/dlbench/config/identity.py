@@ -36,20 +36,28 @@ from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
 from dlbench.config.dlbs_names import is_dlbs_name
+from dlbench.config.external import SOURCES as MODEL_SOURCES
 from dlbench.config.registry import REGISTRY, USER_NAMESPACE
 
 __all__ = ["belongs_to", "configuration_hash", "identity_parameters"]
 
 
-def belongs_to(name: str, framework: Any) -> bool:
-    """Whether parameter ``name`` concerns an experiment of ``framework``: every
-    parameter does except those in another framework's namespace.
+def belongs_to(name: str, framework: Any, model: Any = None) -> bool:
+    """Whether parameter ``name`` concerns an experiment of ``framework`` (and of
+    ``model``, where given): every parameter does except those in another framework's
+    namespace and those of a model source (``hf.*``) when the model is not from it.
 
     >>> belongs_to("fake.step_ms", "pytorch"), belongs_to("exp.model", "pytorch")
     (False, True)
+    >>> belongs_to("hf.hidden_size", "pytorch", "resnet50")
+    False
     """
     namespace = name.split(".", 1)[0]
-    return namespace not in FRAMEWORKS or namespace == framework
+    if namespace in FRAMEWORKS:
+        return bool(namespace == framework)
+    if namespace in MODEL_SOURCES:
+        return model is None or str(model).startswith(f"{namespace}:")
+    return True
 
 
 def configuration_hash(values: Mapping[str, Any]) -> str:
@@ -64,6 +72,7 @@ def identity_parameters(
     names: Iterable[str] | None = None,
     *,
     framework: Any = None,
+    model: Any = None,
     exclude: Collection[str] = (),
     derived: bool = False,
     user: bool = False,
@@ -73,7 +82,8 @@ def identity_parameters(
     declared parameter when None): the registry's ``identity`` parameters, in registry
     order, then the user's own names among ``names`` in their order.
 
-    ``framework``: leave out other frameworks' parameters (None keeps every one).
+    ``framework``: leave out other frameworks' parameters (None keeps every one);
+    ``model``: and a model source's (``hf.*``) unless the model is from it.
     ``exclude``: names left out, such as a table's axis or the parameter an A/B
     comparison sets apart. ``derived``: keep the identity parameters computed from
     others (``exp.effective_batch``, ``exp.device_type``), which follow the ones a user
@@ -91,7 +101,7 @@ def identity_parameters(
         p.name for p in REGISTRY
         if p.identity and (derived or not p.derived) and p.name not in excluded
         and (wanted is None or p.name in wanted)
-        and (framework is None or belongs_to(p.name, framework))
+        and (framework is None or belongs_to(p.name, framework, model))
     ]
     if wanted is not None and (user or carried):
         chosen += [

@@ -116,9 +116,10 @@ def cast_value(value: Any, type_name: str) -> Any:
 def own_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` without other frameworks' parameters, as DLBS wrote experiments:
     ``fake.step_ms`` says nothing about a PyTorch experiment, and is not part of its
-    identity."""
-    framework = str(values["exp.framework"])
-    return {name: value for name, value in values.items() if belongs_to(name, framework)}
+    identity; nor does ``hf.hidden_size`` about a model that is not Hugging Face's."""
+    framework, model = str(values["exp.framework"]), values.get("exp.model")
+    return {name: value for name, value in values.items()
+            if belongs_to(name, framework, model)}
 
 
 class Resolver:
@@ -190,7 +191,8 @@ class Resolver:
     def _compute_id(self) -> str:
         framework = self.get("exp.framework")
         names = identity_parameters(
-            self._raw, framework=framework, derived=True, user=True, carried=True)
+            self._raw, framework=framework, model=self.get("exp.model"), derived=True,
+            user=True, carried=True)
         # A user's own values count too (`-V 'user.run=[1,2,3]'` asks for three
         # experiments), as written: resolving them could need exp.id itself, and what
         # they refer to is either in the identity already or does not belong there.
