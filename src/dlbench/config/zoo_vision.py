@@ -73,7 +73,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "overfeat",
-        built_by(pytorch="dlbs_classics:overfeat"),
+        built_by(pytorch="dlbs_classics:overfeat", jax="vision:overfeat",
+                 tensorflow="vision:overfeat"),
         "OverFeat",
         231,
         145_920_872,
@@ -112,13 +113,13 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
         batch=32,
         min_size=75,  # reduction B's 3x3/2 convolution needs a 3x3 input
     ),
-    _vgg(11, 132_863_336, "A"),
-    _vgg(13, 133_047_848, "B"),
+    _vgg(11, 132_863_336, "A", jax="vision:vgg11", tensorflow="vision:vgg11"),
+    _vgg(13, 133_047_848, "B", jax="vision:vgg13", tensorflow="vision:vgg13"),
     _vgg(16, 138_357_544, "D", jax="vision:vgg16", tensorflow="vision:vgg16"),
-    _vgg(19, 143_667_240, "E"),
+    _vgg(19, 143_667_240, "E", jax="vision:vgg19", tensorflow="vision:vgg19"),
     _image(
         "resnet200",
-        built_by(pytorch="resnet:resnet200"),
+        built_by(pytorch="resnet:resnet200", jax="resnet:resnet200", tensorflow="resnet:resnet200"),
         "ResNet-200",
         224,
         64_673_832,
@@ -127,7 +128,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "resnet269",
-        built_by(pytorch="resnet:resnet269"),
+        built_by(pytorch="resnet:resnet269", jax="resnet:resnet269", tensorflow="resnet:resnet269"),
         "ResNet-269",
         224,
         102_073_384,
@@ -155,7 +156,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="acoustic_model",
-        builders=built_by(pytorch="dlbs_classics:acoustic_model"),
+        builders=built_by(pytorch="dlbs_classics:acoustic_model", jax="vision:acoustic_model",
+                          tensorflow="vision:acoustic_model"),
         title="Acoustic model",
         domain="speech",
         input_shape=(540,),
