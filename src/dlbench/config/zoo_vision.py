@@ -84,7 +84,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "googlenet",
-        built_by(pytorch="inception:googlenet"),
+        built_by(pytorch="inception:googlenet", jax="inception:googlenet",
+                 tensorflow="inception:googlenet"),
         "GoogLeNet",
         224,
         6_624_904,
@@ -94,7 +95,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "inception3",
-        built_by(pytorch="inception:inception3"),
+        built_by(pytorch="inception:inception3", jax="inception:inception3",
+                 tensorflow="inception:inception3"),
         "Inception-v3",
         299,
         27_161_264,
@@ -104,7 +106,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "inception4",
-        built_by(pytorch="inception4:inception4"),
+        built_by(pytorch="inception4:inception4", jax="inception:inception4",
+                 tensorflow="inception:inception4"),
         "Inception-v4",
         299,
         42_679_816,
