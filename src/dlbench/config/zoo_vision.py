@@ -140,7 +140,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "mobilenet_v2",
-        built_by(pytorch="mobile:mobilenet_v2"),
+        built_by(pytorch="mobile:mobilenet_v2", jax="mobile:mobilenet_v2",
+                 tensorflow="mobile:mobilenet_v2"),
         "MobileNetV2",
         224,
         3_504_872,
@@ -148,7 +149,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "vit_b16",
-        built_by(pytorch="vit:vit_b16"),
+        built_by(pytorch="vit:vit_b16", jax="vit:vit_b16", tensorflow="vit:vit_b16"),
         "ViT-B/16",
         224,
         86_567_656,
