@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -115,3 +116,82 @@ def test_the_dlbs_suite_plans_in_three_frameworks(tmp_path: Path,
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"{3 * len(models)} experiments" in out
+
+
+# --- the layers the Keras and Flax zoos add, against PyTorch's -------------------------
+
+def _images(channels: int = 6, side: int = 8) -> Any:
+    """A batch of 2 NCHW images of ReLU outputs (the pools' inputs), as NumPy."""
+    rng = torch.Generator().manual_seed(0)
+    return torch.relu(torch.randn(2, channels, side, side + 1, generator=rng)).numpy()
+
+
+def _nhwc(x: Any) -> Any:
+    return x.transpose(0, 2, 3, 1)
+
+
+@pytest.mark.parametrize(("window", "stride", "padding", "ceil"),
+                         [(3, 2, 0, True), (2, 2, 0, True), (3, 1, 1, True), (3, 2, 1, False)])
+def test_max_pools_are_pytorchs(window: int, stride: int, padding: int, ceil: bool) -> None:
+    from dlbench.models.jax.layers import max_pool
+    from dlbench.models.tensorflow.layers import pool
+
+    images = _images()
+    expected = _nhwc(torch.nn.MaxPool2d(window, stride, padding, ceil_mode=ceil)(
+        torch.from_numpy(images)).numpy())
+    got_jax = max_pool(jnp.asarray(_nhwc(images)), window, stride, padding, ceil=ceil)
+    np.testing.assert_array_equal(np.asarray(got_jax), expected)
+    inputs = keras.Input(_nhwc(images).shape[1:])
+    model = keras.Model(inputs, pool(inputs, "max", window, stride, padding, ceil=ceil))
+    np.testing.assert_array_equal(model(_nhwc(images)).numpy(), expected)
+
+
+@pytest.mark.parametrize("count_pad", [True, False])
+def test_average_pools_are_pytorchs(count_pad: bool) -> None:
+    from dlbench.models.jax.layers import avg_pool
+    from dlbench.models.tensorflow.layers import pool
+
+    images = _images()
+    expected = _nhwc(torch.nn.AvgPool2d(3, 1, 1, count_include_pad=count_pad)(
+        torch.from_numpy(images)).numpy())
+    got_jax = avg_pool(jnp.asarray(_nhwc(images)), 3, 1, 1, count_pad=count_pad)
+    np.testing.assert_allclose(np.asarray(got_jax), expected, rtol=1e-6, atol=1e-6)
+    inputs = keras.Input(_nhwc(images).shape[1:])
+    model = keras.Model(inputs, pool(inputs, "avg", 3, 1, 1, count_pad=count_pad))
+    np.testing.assert_allclose(model(_nhwc(images)).numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_an_average_without_padding_is_only_same_at_stride_one() -> None:
+    from dlbench.models.tensorflow.layers import pool
+
+    with pytest.raises(ValueError, match="only 'same' at stride 1"):
+        pool(keras.Input((8, 8, 3)), "avg", 3, 2, 1, count_pad=False)
+
+
+def test_local_response_norm_is_pytorchs() -> None:
+    from dlbench.models.jax.layers import local_response_norm as jax_lrn
+    from dlbench.models.tensorflow.layers import local_response_norm as tf_lrn
+
+    # Large values, so that the denominator is far from 1 and the window matters.
+    images = 30 * _images(channels=9)
+    expected = _nhwc(torch.nn.LocalResponseNorm(5, 1e-4, 0.75, 1.0)(
+        torch.from_numpy(images)).numpy())
+    np.testing.assert_allclose(np.asarray(jax_lrn(jnp.asarray(_nhwc(images)))), expected,
+                               rtol=1e-5)
+    np.testing.assert_allclose(tf_lrn()(_nhwc(images)).numpy(), expected, rtol=1e-5)
+
+
+def test_vit_positions_are_resized_as_pytorch_does() -> None:
+    from dlbench.models.jax.vit import _positions
+    from dlbench.models.pytorch.vit import VisionTransformer
+    from dlbench.models.tensorflow.vit import ClassTokenAndPositions
+
+    reference = VisionTransformer(layers=0)  # the position table is all that matters
+    expected = reference.position_embedding(5, 3).detach().numpy()
+    table = reference.pos_embedding.detach().numpy()
+    np.testing.assert_allclose(np.asarray(_positions(jnp.asarray(table), 5, 3)), expected,
+                               rtol=1e-5, atol=1e-6)
+    layer = ClassTokenAndPositions(14, 768)
+    layer.positions.assign(table)
+    tokens = layer(np.zeros((1, 5, 3, 768), np.float32)).numpy()  # class token zero
+    np.testing.assert_allclose(tokens, expected, rtol=1e-5, atol=1e-6)

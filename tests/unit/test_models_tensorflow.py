@@ -29,7 +29,7 @@ from dlbench.models.tensorflow.workloads import MaskedLMWorkload, make_workload 
 # their position tables (512, 1024) at 16 tokens.
 # Run end to end here (forward, graph FLOPs); every TensorFlow model's parameter count
 # is checked against the other frameworks' in test_models_frameworks.py.
-SMALL = {"deep_mnist": (20, 0), "alexnet": (64, 0), "alexnet_owt": (64, 0), "vgg16": (32, 0),
+SMALL = {"deep_mnist": (20, 0), "alexnet_owt": (64, 0), "vgg16": (32, 0),
          "resnet18": (32, 0), "resnet50": (32, 0), "bert_base": (0, 16), "gpt2_small": (0, 16),
          "toy": (0, 0)}
 TENSORFLOW_MODELS = list(FRAMEWORKS["tensorflow"].models or ())
