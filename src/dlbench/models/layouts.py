@@ -27,6 +27,7 @@ from dataclasses import dataclass
 __all__ = [
     "GOOGLENET", "INCEPTION3_AUX", "INCEPTION3_BODY", "INCEPTION3_HEAD", "INCEPTION4",
     "MOBILENET_V2", "RESNET_STAGES", "VGG_CONFIGS", "Concat", "Conv", "Op", "Pool",
+    "ceil_mode_extra",
 ]
 
 #: VGG's configurations A, B, D and E: output channels of each 3x3 convolution, "M" a
@@ -98,6 +99,21 @@ class Concat:
 
 
 Op = Conv | Pool | Concat
+
+
+def ceil_mode_extra(size: int, window: int, stride: int, padding: int) -> int:
+    """Pixels PyTorch's ``ceil_mode`` pads after the end of an axis of ``size`` (on top
+    of ``padding`` on both sides): enough for one more window where the last would be
+    partial, unless that window would start in the padding.
+
+    >>> ceil_mode_extra(56, 3, 2, 0), ceil_mode_extra(55, 3, 2, 0)  # 28 and 27 outputs
+    (1, 0)
+    """
+    span = size + 2 * padding - window
+    out = -(-span // stride) + 1
+    if (out - 1) * stride >= size + padding:
+        out -= 1
+    return max(0, (out - 1) * stride + window - size - 2 * padding)
 
 
 def _pair(value: int | tuple[int, int]) -> tuple[int, int]:

@@ -23,6 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
+from dlbench.models.layouts import ceil_mode_extra
+
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 #: ``flax.linen.compact`` with its type spelled out (flax is not type-checked here), so
@@ -149,21 +151,10 @@ def batch_norm(train: bool, dtype: Any, epsilon: float = 1e-5,
                         dtype=dtype, param_dtype=jnp.float32, name=name)
 
 
-def _ceil_extra(size: int, window: int, stride: int, padding: int) -> int:
-    """Pixels PyTorch's ``ceil_mode`` adds after the end of an axis of ``size``: enough
-    for one more window when the last would be partial, unless it would start in the
-    padding."""
-    span = size + 2 * padding - window
-    out = -(-span // stride) + 1
-    if (out - 1) * stride >= size + padding:
-        out -= 1
-    return max(0, (out - 1) * stride + window - size - 2 * padding)
-
-
 def max_pool(x: Any, window: int, stride: int, padding: int = 0, ceil: bool = False) -> Any:
     """``nn.MaxPool2d(window, stride, padding, ceil_mode=ceil)`` on NHWC ``x`` (Flax pads
     with -inf, so padding never wins)."""
-    extra = [_ceil_extra(x.shape[axis], window, stride, padding) if ceil else 0
+    extra = [ceil_mode_extra(x.shape[axis], window, stride, padding) if ceil else 0
              for axis in (1, 2)]
     pad = ((padding, padding + extra[0]), (padding, padding + extra[1]))
     return nn.max_pool(x, (window, window), strides=(stride, stride), padding=pad)

@@ -18,6 +18,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from dlbench.models.layouts import ceil_mode_extra
+
 
 def torch_uniform(fan_in: int) -> keras.initializers.Initializer:
     """PyTorch's default for the weights and biases of ``Linear`` and ``Conv2d``:
@@ -77,17 +79,6 @@ def batch_norm(epsilon: float = 1e-5) -> keras.layers.BatchNormalization:
     return keras.layers.BatchNormalization(momentum=0.9, epsilon=epsilon)
 
 
-def _ceil_extra(size: int, window: int, stride: int, padding: int) -> int:
-    """Pixels PyTorch's ``ceil_mode`` adds after the end of an axis of ``size``: enough
-    for one more window when the last would be partial, unless it would start in the
-    padding."""
-    span = size + 2 * padding - window
-    out = -(-span // stride) + 1
-    if (out - 1) * stride >= size + padding:
-        out -= 1
-    return max(0, (out - 1) * stride + window - size - 2 * padding)
-
-
 def pool(
     x: keras.KerasTensor, kind: str, window: int, stride: int, padding: int = 0, *,
     ceil: bool = False, count_pad: bool = True,
@@ -102,7 +93,7 @@ def pool(
         if (padding, stride, ceil) != (window // 2, 1, False):
             raise ValueError("an average excluding padding is only 'same' at stride 1")
         return pool_layer(window, strides=1, padding="same")(x)
-    extra = [_ceil_extra(int(x.shape[axis]), window, stride, padding) if ceil else 0
+    extra = [ceil_mode_extra(int(x.shape[axis]), window, stride, padding) if ceil else 0
              for axis in (1, 2)]
     if padding or any(extra):
         x = keras.layers.ZeroPadding2D(

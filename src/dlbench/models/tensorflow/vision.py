@@ -3,9 +3,9 @@ acoustic model) and VGG-11, -13, -16 and -19 in Keras.
 
 Layer for layer the PyTorch definitions (``dlbench.models.pytorch.simple``,
 ``alexnet``, ``dlbs_classics``, ``vgg``; VGG's configurations from
-``dlbench.models.layouts``), in NHWC:
-same widths, biases, pools and dropout, the same adaptive average pool before the
-classifier, and the same initialisation, so the parameter counts are PyTorch's.
+``dlbench.models.layouts``), in NHWC: same widths, biases, groups, pools and dropout,
+the same adaptive average pool before the classifier, and the same initialisation,
+so the parameter counts are PyTorch's.
 """
 
 from __future__ import annotations
