@@ -142,6 +142,23 @@ def test_graph_flops_counts_products_and_convolutions_only() -> None:
     assert graph_flops(graph) == 2 * conv + 3 * matmul + 3 * einsum
 
 
+def test_graph_flops_counts_a_depthwise_convolution_as_pytorch_does() -> None:
+    kernel = tf.Variable(tf.ones((3, 3, 4, 1)))  # one 3x3 filter per channel
+
+    def step(images: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            tape.watch(images)
+            loss = tf.reduce_sum(tf.nn.depthwise_conv2d(images, kernel, [1, 1, 1, 1], "SAME"))
+        image_grad, kernel_grad = tape.gradient(loss, [images, kernel])
+        return loss + tf.reduce_sum(image_grad) + tf.reduce_sum(kernel_grad)
+
+    graph = tf.function(step, autograph=False).get_concrete_function(
+        tf.TensorSpec((2, 6, 6, 4))).graph
+    # Each output (2 x 6 x 6 x 4) reads 3 x 3 pixels of its own channel, as PyTorch
+    # counts Conv2d(groups=4); forward, input gradient and filter gradient alike.
+    assert graph_flops(graph) == 3 * 2 * (2 * 6 * 6 * 4) * 9
+
+
 def test_graph_flops_is_none_for_unknown_shapes() -> None:
     graph = tf.function(lambda a: tf.matmul(a, a), autograph=False).get_concrete_function(
         tf.TensorSpec((None, None))).graph
