@@ -27,7 +27,7 @@ from dataclasses import dataclass
 __all__ = [
     "GOOGLENET", "INCEPTION3_AUX", "INCEPTION3_BODY", "INCEPTION3_HEAD", "INCEPTION4",
     "MOBILENET_V2", "RESNET_STAGES", "VGG_CONFIGS", "Concat", "Conv", "Op", "Pool",
-    "ceil_mode_extra",
+    "ceil_mode_extra", "pair",
 ]
 
 #: VGG's configurations A, B, D and E: output channels of each 3x3 convolution, "M" a
@@ -116,14 +116,15 @@ def ceil_mode_extra(size: int, window: int, stride: int, padding: int) -> int:
     return max(0, (out - 1) * stride + window - size - 2 * padding)
 
 
-def _pair(value: int | tuple[int, int]) -> tuple[int, int]:
+def pair(value: int | tuple[int, int]) -> tuple[int, int]:
+    """``(value, value)`` for an int, a pair as it is: PyTorch's spelling of sizes."""
     return (value, value) if isinstance(value, int) else value
 
 
 def conv(out: int, kernel: int | tuple[int, int], stride: int = 1,
          padding: int | tuple[int, int] = 0, std: float | None = None) -> Conv:
     """A :class:`Conv` with PyTorch's spelling of sizes (an int for a square)."""
-    return Conv(out, _pair(kernel), stride, _pair(padding), std)
+    return Conv(out, pair(kernel), stride, pair(padding), std)
 
 
 def concat(*branches: Op | tuple[Op, ...]) -> Concat:

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from dlbench.models.layouts import ceil_mode_extra
+from dlbench.models.layouts import ceil_mode_extra, pair
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
@@ -120,11 +120,6 @@ def torch_dense(features: int, fan_in: int, dtype: Any, name: str | None = None)
 
 
 Size = int | tuple[int, int]
-
-
-def pair(value: Size) -> tuple[int, int]:
-    """``(value, value)`` for an int, a pair as it is: PyTorch's spelling of sizes."""
-    return (value, value) if isinstance(value, int) else value
 
 
 def torch_conv(

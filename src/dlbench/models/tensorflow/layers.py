@@ -18,7 +18,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from dlbench.models.layouts import ceil_mode_extra
+from dlbench.models.layouts import ceil_mode_extra, pair
 
 
 def torch_uniform(fan_in: int) -> keras.initializers.Initializer:
@@ -39,10 +39,6 @@ def dense(units: int, fan_in: int, activation: str | None = None) -> keras.layer
 Size = int | tuple[int, int]
 
 
-def _pair(value: Size) -> tuple[int, int]:
-    return (value, value) if isinstance(value, int) else value
-
-
 def conv(
     filters: int, kernel: Size, in_channels: int, *, strides: int = 1, padding: Size = 0,
     use_bias: bool = True, activation: str | None = None, groups: int = 1,
@@ -51,7 +47,7 @@ def conv(
     """``torch.nn.Conv2d(in_channels, filters, kernel, strides, padding, groups=groups)``
     in NHWC: explicit zero padding (PyTorch pads both sides alike, Keras's ``same`` pads
     more on the bottom and right when the stride is 2), then a ``valid`` convolution."""
-    kernel, padding = _pair(kernel), _pair(padding)
+    kernel, padding = pair(kernel), pair(padding)
     fan_in = in_channels // groups * kernel[0] * kernel[1]
     layers: list[keras.layers.Layer] = []
     if padding != (0, 0):

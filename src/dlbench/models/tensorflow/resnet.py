@@ -14,12 +14,11 @@ from __future__ import annotations
 import keras
 
 from dlbench.models.layouts import RESNET_STAGES
-from dlbench.models.tensorflow.layers import conv, dense, kaiming_fan_out, nhwc
+from dlbench.models.tensorflow.layers import batch_norm, conv, dense, kaiming_fan_out, nhwc
 
 
 def _bn(x: keras.KerasTensor) -> keras.KerasTensor:
-    # Keras's momentum is the weight of the old moving average: PyTorch's 0.1 is 0.9.
-    return keras.layers.BatchNormalization(momentum=0.9, epsilon=1e-5)(x)
+    return batch_norm()(x)
 
 
 def _conv(
