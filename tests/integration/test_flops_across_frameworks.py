@@ -47,3 +47,20 @@ def test_resnet18_counts_the_same_in_every_framework_and_batch(tmp_path: Path,
             assert 0.5 * expected < count < 1.05 * expected
         else:  # PyTorch's counter, or TensorFlow's graph counted by its rules
             assert count == expected
+
+
+@pytest.mark.skipif(len(INSTALLED) < 3, reason="PyTorch, JAX and TensorFlow not all installed")
+def test_caffe_alexnet_trains_alike_in_every_framework(tmp_path: Path) -> None:
+    # The DLBS model with the most layers of its own in the Keras and Flax zoos:
+    # grouped convolutions, LRN, ceil-mode max pools; at its smallest image.
+    records = {framework: ok(run_in_process(plan_one(
+        tmp_path / framework, f"exp.framework={framework}", "exp.model=alexnet",
+        "exp.phase=training", "exp.image_size=39", "exp.replica_batch=2",
+        "exp.num_warmup_batches=0", "exp.num_batches=1", "monitor.enabled=false")))
+        for framework in ("pytorch", "jax", "tensorflow")}
+    assert len({r["sys.model_params"] for r in records.values()}) == 1
+    assert len({r["results.flops_per_sample"] for r in records.values()}) == 1
+    assert all(r["results.throughput"] > 0 for r in records.values())
+    # TensorFlow's graph, counted by PyTorch's rules, agrees with the architecture.
+    assert (records["tensorflow"]["results.flops_per_sample_framework"]
+            == records["pytorch"]["results.flops_per_sample"])

@@ -39,7 +39,8 @@ CORE_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="alexnet",
-        builders=built_by(pytorch="alexnet:alexnet"),
+        builders=built_by(pytorch="alexnet:alexnet", jax="vision:alexnet",
+                          tensorflow="vision:alexnet"),
         title="AlexNet",
         domain="image classification",
         unit="images/s",
@@ -67,7 +68,8 @@ CORE_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="resnet34",
-        builders=built_by(pytorch="resnet:resnet34"),
+        builders=built_by(pytorch="resnet:resnet34", jax="resnet:resnet34",
+                          tensorflow="resnet:resnet34"),
         title="ResNet-34",
         domain="image classification",
         unit="images/s",
@@ -92,7 +94,8 @@ CORE_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="resnet101",
-        builders=built_by(pytorch="resnet:resnet101"),
+        builders=built_by(pytorch="resnet:resnet101", jax="resnet:resnet101",
+                          tensorflow="resnet:resnet101"),
         title="ResNet-101",
         domain="image classification",
         unit="images/s",
@@ -104,7 +107,8 @@ CORE_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="resnet152",
-        builders=built_by(pytorch="resnet:resnet152"),
+        builders=built_by(pytorch="resnet:resnet152", jax="resnet:resnet152",
+                          tensorflow="resnet:resnet152"),
         title="ResNet-152",
         domain="image classification",
         unit="images/s",

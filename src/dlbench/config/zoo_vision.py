@@ -73,7 +73,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "overfeat",
-        built_by(pytorch="dlbs_classics:overfeat"),
+        built_by(pytorch="dlbs_classics:overfeat", jax="vision:overfeat",
+                 tensorflow="vision:overfeat"),
         "OverFeat",
         231,
         145_920_872,
@@ -83,7 +84,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "googlenet",
-        built_by(pytorch="inception:googlenet"),
+        built_by(pytorch="inception:googlenet", jax="inception:googlenet",
+                 tensorflow="inception:googlenet"),
         "GoogLeNet",
         224,
         6_624_904,
@@ -93,7 +95,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "inception3",
-        built_by(pytorch="inception:inception3"),
+        built_by(pytorch="inception:inception3", jax="inception:inception3",
+                 tensorflow="inception:inception3"),
         "Inception-v3",
         299,
         27_161_264,
@@ -103,7 +106,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "inception4",
-        built_by(pytorch="inception4:inception4"),
+        built_by(pytorch="inception4:inception4", jax="inception:inception4",
+                 tensorflow="inception:inception4"),
         "Inception-v4",
         299,
         42_679_816,
@@ -112,13 +116,13 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
         batch=32,
         min_size=75,  # reduction B's 3x3/2 convolution needs a 3x3 input
     ),
-    _vgg(11, 132_863_336, "A"),
-    _vgg(13, 133_047_848, "B"),
+    _vgg(11, 132_863_336, "A", jax="vision:vgg11", tensorflow="vision:vgg11"),
+    _vgg(13, 133_047_848, "B", jax="vision:vgg13", tensorflow="vision:vgg13"),
     _vgg(16, 138_357_544, "D", jax="vision:vgg16", tensorflow="vision:vgg16"),
-    _vgg(19, 143_667_240, "E"),
+    _vgg(19, 143_667_240, "E", jax="vision:vgg19", tensorflow="vision:vgg19"),
     _image(
         "resnet200",
-        built_by(pytorch="resnet:resnet200"),
+        built_by(pytorch="resnet:resnet200", jax="resnet:resnet200", tensorflow="resnet:resnet200"),
         "ResNet-200",
         224,
         64_673_832,
@@ -127,7 +131,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "resnet269",
-        built_by(pytorch="resnet:resnet269"),
+        built_by(pytorch="resnet:resnet269", jax="resnet:resnet269", tensorflow="resnet:resnet269"),
         "ResNet-269",
         224,
         102_073_384,
@@ -136,7 +140,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "mobilenet_v2",
-        built_by(pytorch="mobile:mobilenet_v2"),
+        built_by(pytorch="mobile:mobilenet_v2", jax="mobile:mobilenet_v2",
+                 tensorflow="mobile:mobilenet_v2"),
         "MobileNetV2",
         224,
         3_504_872,
@@ -144,7 +149,7 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     _image(
         "vit_b16",
-        built_by(pytorch="vit:vit_b16"),
+        built_by(pytorch="vit:vit_b16", jax="vit:vit_b16", tensorflow="vit:vit_b16"),
         "ViT-B/16",
         224,
         86_567_656,
@@ -155,7 +160,8 @@ VISION_MODELS: tuple[ModelInfo, ...] = (
     ),
     ModelInfo(
         id="acoustic_model",
-        builders=built_by(pytorch="dlbs_classics:acoustic_model"),
+        builders=built_by(pytorch="dlbs_classics:acoustic_model", jax="vision:acoustic_model",
+                          tensorflow="vision:acoustic_model"),
         title="Acoustic model",
         domain="speech",
         input_shape=(540,),

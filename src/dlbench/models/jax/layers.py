@@ -1,4 +1,6 @@
-"""Pieces the Flax models share: PyTorch's initialisers and adaptive average pooling.
+"""Pieces the Flax models share: PyTorch's initialisers, convolutions, batch norm and
+pools (``ceil_mode`` included), Caffe's local response normalisation and adaptive
+average pooling.
 
 Initialisers follow PyTorch's defaults (and torchvision's choices where the PyTorch
 definition makes them), so that a fresh JAX model starts at the scale of the PyTorch
@@ -20,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
+
+from dlbench.models.layouts import ceil_mode_extra, pair
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
@@ -115,21 +119,59 @@ def torch_dense(features: int, fan_in: int, dtype: Any, name: str | None = None)
                     kernel_init=torch_default_kernel, bias_init=torch_default_bias(fan_in))
 
 
+Size = int | tuple[int, int]
+
+
 def torch_conv(
-    features: int, kernel: int, fan_in_channels: int, dtype: Any, *, stride: int = 1,
-    padding: int = 0, name: str | None = None,
+    features: int, kernel: Size, fan_in_channels: int, dtype: Any, *, stride: int = 1,
+    padding: Size = 0, groups: int = 1, name: str | None = None,
 ) -> nn.Conv:
-    """``nn.Conv2d(fan_in_channels, features, kernel, stride, padding)`` (bias included)
-    with torch's default initialisation, for NHWC inputs."""
+    """``nn.Conv2d(fan_in_channels, features, kernel, stride, padding, groups=groups)``
+    (bias included) with torch's default initialisation, for NHWC inputs."""
+    (kh, kw), (ph, pw) = pair(kernel), pair(padding)
     return nn.Conv(
-        features, (kernel, kernel), strides=(stride, stride),
-        padding=((padding, padding), (padding, padding)), dtype=dtype,
-        param_dtype=jnp.float32, name=name, kernel_init=torch_default_kernel,
-        bias_init=torch_default_bias(fan_in_channels * kernel * kernel),
+        features, (kh, kw), strides=(stride, stride), padding=((ph, ph), (pw, pw)),
+        feature_group_count=groups, dtype=dtype, param_dtype=jnp.float32, name=name,
+        kernel_init=torch_default_kernel,
+        bias_init=torch_default_bias(fan_in_channels // groups * kh * kw),
     )
 
 
-def max_pool(x: Any, window: int, stride: int, padding: int = 0) -> Any:
-    """``nn.MaxPool2d(window, stride, padding)`` (floor mode; padding never wins)."""
-    pad = ((padding, padding), (padding, padding))
+def batch_norm(train: bool, dtype: Any, epsilon: float = 1e-5,
+               name: str | None = None) -> nn.BatchNorm:
+    """``nn.BatchNorm2d(eps=epsilon)``: batch statistics in training, running averages
+    updated by 0.1 of the batch's (Flax's momentum is the share kept)."""
+    # Flax reduces in float32 under mixed precision, as autocast does.
+    return nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=epsilon,
+                        dtype=dtype, param_dtype=jnp.float32, name=name)
+
+
+def max_pool(x: Any, window: int, stride: int, padding: int = 0, ceil: bool = False) -> Any:
+    """``nn.MaxPool2d(window, stride, padding, ceil_mode=ceil)`` on NHWC ``x`` (Flax pads
+    with -inf, so padding never wins)."""
+    extra = [ceil_mode_extra(x.shape[axis], window, stride, padding) if ceil else 0
+             for axis in (1, 2)]
+    pad = ((padding, padding + extra[0]), (padding, padding + extra[1]))
     return nn.max_pool(x, (window, window), strides=(stride, stride), padding=pad)
+
+
+def avg_pool(x: Any, window: int, stride: int, padding: int = 0,
+             count_pad: bool = True) -> Any:
+    """``nn.AvgPool2d(window, stride, padding, count_include_pad=count_pad)`` on NHWC
+    ``x``."""
+    pad = ((padding, padding), (padding, padding))
+    return nn.avg_pool(x, (window, window), strides=(stride, stride), padding=pad,
+                       count_include_pad=count_pad)
+
+
+def local_response_norm(x: Any, size: int = 5, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Any:
+    """``torch.nn.LocalResponseNorm(size, alpha, beta, k)`` across the channels of NHWC
+    ``x``: ``x / (k + alpha / size * sum of squares over the window) ** beta``, the
+    window padded as PyTorch pads it (``size // 2`` before, ``(size - 1) // 2`` after);
+    summed in float32."""
+    squares = jnp.square(x.astype(jnp.float32))
+    sums = jax.lax.reduce_window(
+        squares, 0.0, jax.lax.add, (1, 1, 1, size), (1, 1, 1, 1),
+        ((0, 0), (0, 0), (0, 0), (size // 2, (size - 1) // 2)))
+    return (x / (k + alpha / size * sums) ** beta).astype(x.dtype)

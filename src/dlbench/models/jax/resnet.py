@@ -1,4 +1,5 @@
-"""ResNet-18 and ResNet-50 (v1.5) in Flax, as ``dlbench.models.pytorch.resnet`` (and
+"""ResNet-18 to ResNet-269 (v1.5) in Flax (blocks per stage from
+``dlbench.models.layouts.RESNET_STAGES``), as ``dlbench.models.pytorch.resnet`` (and
 torchvision) define them: convolutions without bias, batch norm after each, the
 stride of a bottleneck in its 3x3 convolution, 1x1 convolution + batch norm shortcuts
 where the shape changes. NHWC layout."""
@@ -12,7 +13,8 @@ from typing import Any
 import jax.numpy as jnp
 from flax import linen as nn
 
-from dlbench.models.jax.layers import compact, kaiming_fan_out, max_pool, torch_dense
+from dlbench.models.jax.layers import batch_norm, compact, kaiming_fan_out, max_pool, torch_dense
+from dlbench.models.layouts import RESNET_STAGES
 
 _PLANES = (64, 128, 256, 512)  # of each stage's blocks, before their expansion
 
@@ -25,11 +27,7 @@ def _conv(features: int, kernel: int, stride: int, dtype: Any, name: str | None 
 
 
 def _batch_norm(train: bool, dtype: Any, name: str | None = None) -> nn.BatchNorm:
-    # PyTorch's BatchNorm2d: eps 1e-5, running averages updated by 0.1 of the batch's
-    # statistics (Flax's momentum is the share kept). Flax reduces in float32 under
-    # mixed precision, as autocast does.
-    return nn.BatchNorm(use_running_average=not train, momentum=0.9, epsilon=1e-5,
-                        dtype=dtype, param_dtype=jnp.float32, name=name)
+    return batch_norm(train, dtype, name=name)
 
 
 class BasicBlock(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
@@ -104,11 +102,42 @@ class ResNet(nn.Module):  # type: ignore[misc]
         return torch_dense(self.num_classes, in_planes, self.dtype)(x)
 
 
+def _resnet(model_id: str, num_classes: int, dtype: Any) -> nn.Module:
+    """The ResNet of ``model_id``, its blocks per stage from ``RESNET_STAGES``."""
+    bottleneck, layers = RESNET_STAGES[model_id]
+    return ResNet(Bottleneck if bottleneck else BasicBlock, layers, num_classes, dtype)
+
+
 def resnet18(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """ResNet-18: 11,689,512 parameters at 3 channels, 1000 classes."""
-    return ResNet(BasicBlock, (2, 2, 2, 2), num_classes, dtype)
+    return _resnet("resnet18", num_classes, dtype)
+
+
+def resnet34(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
+    """ResNet-34: 21,797,672 parameters at 3 channels, 1000 classes."""
+    return _resnet("resnet34", num_classes, dtype)
 
 
 def resnet50(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """ResNet-50 v1.5: 25,557,032 parameters at 3 channels, 1000 classes."""
-    return ResNet(Bottleneck, (3, 4, 6, 3), num_classes, dtype)
+    return _resnet("resnet50", num_classes, dtype)
+
+
+def resnet101(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
+    """ResNet-101 v1.5: 44,549,160 parameters at 3 channels, 1000 classes."""
+    return _resnet("resnet101", num_classes, dtype)
+
+
+def resnet152(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
+    """ResNet-152 v1.5: 60,192,808 parameters at 3 channels, 1000 classes."""
+    return _resnet("resnet152", num_classes, dtype)
+
+
+def resnet200(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
+    """ResNet-200 (v1.5 bottlenecks): 64,673,832 parameters at 3 channels, 1000 classes."""
+    return _resnet("resnet200", num_classes, dtype)
+
+
+def resnet269(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
+    """ResNet-269 (v1.5 bottlenecks): 102,073,384 parameters at 3 channels, 1000 classes."""
+    return _resnet("resnet269", num_classes, dtype)

@@ -11,16 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-# (expansion t, output channels c, repeats n, first stride s), the paper's Table 2.
-_SETTINGS: tuple[tuple[int, int, int, int], ...] = (
-    (1, 16, 1, 1),
-    (6, 24, 2, 2),
-    (6, 32, 3, 2),
-    (6, 64, 4, 2),
-    (6, 96, 3, 1),
-    (6, 160, 3, 2),
-    (6, 320, 1, 1),
-)
+from dlbench.models.layouts import MOBILENET_V2
 
 
 def _conv_bn_relu6(
@@ -65,7 +56,7 @@ class MobileNetV2(nn.Module):  # type: ignore[misc]  # torch is not type-checked
         super().__init__()
         layers: list[nn.Module] = [_conv_bn_relu6(in_channels, 32, stride=2)]
         channels = 32
-        for expansion, out_channels, repeats, first_stride in _SETTINGS:
+        for expansion, out_channels, repeats, first_stride in MOBILENET_V2:
             for index in range(repeats):
                 stride = first_stride if index == 0 else 1
                 layers.append(InvertedResidual(channels, out_channels, stride, expansion))

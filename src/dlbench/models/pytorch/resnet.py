@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from dlbench.models.layouts import RESNET_STAGES
+
 
 def _conv3x3(in_planes: int, out_planes: int, stride: int = 1) -> nn.Conv2d:
     return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=1, bias=False)
@@ -131,36 +133,36 @@ class ResNet(nn.Module):  # type: ignore[misc]  # torch is not type-checked (see
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def _resnet(
-    block: Block, layers: Sequence[int], input_shape: tuple[int, ...], num_classes: int
-) -> ResNet:
+def _resnet(model_id: str, input_shape: tuple[int, ...], num_classes: int) -> ResNet:
+    """The ResNet of ``model_id``, its blocks per stage from ``RESNET_STAGES``."""
+    bottleneck, layers = RESNET_STAGES[model_id]
     channels, _height, _width = input_shape
-    return ResNet(block, layers, channels, num_classes)
+    return ResNet(Bottleneck if bottleneck else BasicBlock, layers, channels, num_classes)
 
 
 def resnet18(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """ResNet-18: 11,689,512 parameters at 3 channels, 1000 classes."""
-    return _resnet(BasicBlock, (2, 2, 2, 2), input_shape, num_classes)
+    return _resnet("resnet18", input_shape, num_classes)
 
 
 def resnet34(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """ResNet-34: 21,797,672 parameters at 3 channels, 1000 classes."""
-    return _resnet(BasicBlock, (3, 4, 6, 3), input_shape, num_classes)
+    return _resnet("resnet34", input_shape, num_classes)
 
 
 def resnet50(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """ResNet-50 v1.5: 25,557,032 parameters at 3 channels, 1000 classes."""
-    return _resnet(Bottleneck, (3, 4, 6, 3), input_shape, num_classes)
+    return _resnet("resnet50", input_shape, num_classes)
 
 
 def resnet101(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """ResNet-101 v1.5: 44,549,160 parameters at 3 channels, 1000 classes."""
-    return _resnet(Bottleneck, (3, 4, 23, 3), input_shape, num_classes)
+    return _resnet("resnet101", input_shape, num_classes)
 
 
 def resnet152(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """ResNet-152 v1.5: 60,192,808 parameters at 3 channels, 1000 classes."""
-    return _resnet(Bottleneck, (3, 8, 36, 3), input_shape, num_classes)
+    return _resnet("resnet152", input_shape, num_classes)
 
 
 # The two deepest of DLBS's set. He et al. trained ResNet-200 with pre-activation
@@ -172,10 +174,10 @@ def resnet152(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 def resnet200(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """ResNet-200 (v1.5 bottlenecks, stages of 3, 24, 36, 3 blocks): 64,673,832
     parameters at 3 channels, 1000 classes."""
-    return _resnet(Bottleneck, (3, 24, 36, 3), input_shape, num_classes)
+    return _resnet("resnet200", input_shape, num_classes)
 
 
 def resnet269(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """ResNet-269 (v1.5 bottlenecks, stages of 3, 30, 48, 8 blocks): 102,073,384
     parameters at 3 channels, 1000 classes."""
-    return _resnet(Bottleneck, (3, 30, 48, 8), input_shape, num_classes)
+    return _resnet("resnet269", input_shape, num_classes)

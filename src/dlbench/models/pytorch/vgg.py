@@ -11,15 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from dlbench.models.layouts import VGG_CONFIGS
 from dlbench.models.pytorch.alexnet import fc_head
-
-# Output channels of each 3x3 convolution; "M" is a 2x2/2 max pool.
-_CONFIGS: dict[str, str] = {
-    "vgg11": "64 M 128 M 256 256 M 512 512 M 512 512 M",
-    "vgg13": "64 64 M 128 128 M 256 256 M 512 512 M 512 512 M",
-    "vgg16": "64 64 M 128 128 M 256 256 256 M 512 512 512 M 512 512 512 M",
-    "vgg19": "64 64 M 128 128 M 256 256 256 256 M 512 512 512 512 M 512 512 512 512 M",
-}
 
 
 def _features(config: str, in_channels: int) -> nn.Sequential:
@@ -62,7 +55,7 @@ class VGG(nn.Module):  # type: ignore[misc]  # torch is not type-checked (see py
 
 def _vgg(name: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     channels, _height, _width = input_shape
-    return VGG(_CONFIGS[name], channels, num_classes)
+    return VGG(VGG_CONFIGS[name], channels, num_classes)
 
 
 def vgg11(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:

@@ -21,7 +21,8 @@ from typing import Any
 #: The operations counted: matrix products and convolutions.
 _COUNTED = frozenset({
     "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum", "Conv2D",
-    "Conv2DBackpropInput", "Conv2DBackpropFilter",
+    "Conv2DBackpropInput", "Conv2DBackpropFilter", *(
+        f"DepthwiseConv2dNative{suffix}" for suffix in ("", "BackpropInput", "BackpropFilter")),
 })
 
 
@@ -74,19 +75,22 @@ def op_flops(op: Any) -> int | None:
         inner = lhs[-2] if op.get_attr("adj_x") else lhs[-1]
         return 2 * math.prod(out) * inner
     # Convolutions: 2 * output positions * output channels * (kh * kw * in channels),
-    # the same for the forward pass and each of its two gradients.
+    # the same for the forward pass and each of its two gradients. A depthwise one
+    # reads one input channel per output channel (kh * kw), as PyTorch's counter
+    # has a convolution with groups = channels.
     kernel: list[int] | None
     grid: list[int] | None
-    if kind == "Conv2D":
+    if kind in ("Conv2D", "DepthwiseConv2dNative"):
         kernel, grid = _dims(op.inputs[1].shape), out
-    elif kind == "Conv2DBackpropInput":
+    elif kind.endswith("BackpropInput"):
         kernel, grid = _dims(op.inputs[1].shape), _dims(op.inputs[2].shape)
-    else:  # Conv2DBackpropFilter: its output is the kernel's gradient
+    else:  # BackpropFilter: its output is the kernel's gradient
         kernel, grid = out, _dims(op.inputs[2].shape)
     if kernel is None or grid is None:
         return None
     height, width, in_channels, _out_channels = kernel
-    return 2 * math.prod(grid) * height * width * in_channels
+    reads = 1 if kind.startswith("Depthwise") else in_channels
+    return 2 * math.prod(grid) * height * width * reads
 
 
 def _live_operations(graph: Any) -> list[Any]:

@@ -1,5 +1,7 @@
 """Pieces the Keras definitions share: PyTorch's default initialisation, PyTorch's
-padding, and an adaptive average pool with PyTorch's windows.
+padding (convolutions and pools, ``ceil_mode`` included), batch norm with PyTorch's
+momentum, Caffe's local response normalisation, and an adaptive average pool with
+PyTorch's windows.
 
 Keras 3 has ``AdaptiveAveragePooling2D``, but it runs two pools and a gather even
 where the input already has the output's size (the published image sizes), and it
@@ -15,6 +17,8 @@ from typing import Any
 
 import keras
 import tensorflow as tf
+
+from dlbench.models.layouts import ceil_mode_extra, pair
 
 
 def torch_uniform(fan_in: int) -> keras.initializers.Initializer:
@@ -32,25 +36,79 @@ def dense(units: int, fan_in: int, activation: str | None = None) -> keras.layer
     )
 
 
+Size = int | tuple[int, int]
+
+
 def conv(
-    filters: int, kernel: int, in_channels: int, *, strides: int = 1, padding: int = 0,
-    use_bias: bool = True, activation: str | None = None,
+    filters: int, kernel: Size, in_channels: int, *, strides: int = 1, padding: Size = 0,
+    use_bias: bool = True, activation: str | None = None, groups: int = 1,
     kernel_initializer: keras.initializers.Initializer | None = None,
 ) -> list[keras.layers.Layer]:
-    """``torch.nn.Conv2d(in_channels, filters, kernel, strides, padding)`` in NHWC:
-    explicit zero padding (PyTorch pads both sides alike, Keras's ``same`` pads more
-    on the bottom and right when the stride is 2), then a ``valid`` convolution."""
-    fan_in = in_channels * kernel * kernel
+    """``torch.nn.Conv2d(in_channels, filters, kernel, strides, padding, groups=groups)``
+    in NHWC: explicit zero padding (PyTorch pads both sides alike, Keras's ``same`` pads
+    more on the bottom and right when the stride is 2), then a ``valid`` convolution."""
+    kernel, padding = pair(kernel), pair(padding)
+    fan_in = in_channels // groups * kernel[0] * kernel[1]
     layers: list[keras.layers.Layer] = []
-    if padding:
+    if padding != (0, 0):
         layers.append(keras.layers.ZeroPadding2D(padding))
     layers.append(keras.layers.Conv2D(
         filters, kernel, strides=strides, padding="valid", use_bias=use_bias,
-        activation=activation,
+        activation=activation, groups=groups,
         kernel_initializer=kernel_initializer or torch_uniform(fan_in),
         bias_initializer=torch_uniform(fan_in),
     ))
     return layers
+
+
+def apply(x: keras.KerasTensor, layers: list[keras.layers.Layer]) -> keras.KerasTensor:
+    """``x`` through ``layers`` in turn (functional models use the lists above so)."""
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+def batch_norm(epsilon: float = 1e-5) -> keras.layers.BatchNormalization:
+    """``torch.nn.BatchNorm2d(eps=epsilon)``: its moving statistics are non-trainable
+    weights, as they are buffers in PyTorch."""
+    # Keras's momentum is the weight of the old moving average: PyTorch's 0.1 is 0.9.
+    return keras.layers.BatchNormalization(momentum=0.9, epsilon=epsilon)
+
+
+def pool(
+    x: keras.KerasTensor, kind: str, window: int, stride: int, padding: int = 0, *,
+    ceil: bool = False, count_pad: bool = True,
+) -> keras.KerasTensor:
+    """``nn.MaxPool2d`` (``kind="max"``) or ``nn.AvgPool2d`` (``"avg"``) on NHWC ``x``,
+    with PyTorch's symmetric ``padding`` and ``ceil_mode``. Padding is with zeros, which
+    a max pool may only read after a ReLU (every caller's case); an average pool
+    counts them (``count_pad``, PyTorch's ``count_include_pad``) or, padding 1 at
+    stride 1, leaves them out as Keras's ``same`` does."""
+    pool_layer = keras.layers.MaxPooling2D if kind == "max" else keras.layers.AveragePooling2D
+    if kind == "avg" and not count_pad:
+        if (padding, stride, ceil) != (window // 2, 1, False):
+            raise ValueError("an average excluding padding is only 'same' at stride 1")
+        return pool_layer(window, strides=1, padding="same")(x)
+    extra = [ceil_mode_extra(int(x.shape[axis]), window, stride, padding) if ceil else 0
+             for axis in (1, 2)]
+    if padding or any(extra):
+        x = keras.layers.ZeroPadding2D(
+            ((padding, padding + extra[0]), (padding, padding + extra[1])))(x)
+    return pool_layer(window, strides=stride)(x)
+
+
+def _lrn(x: tf.Tensor) -> tf.Tensor:
+    # torch's LocalResponseNorm(5, alpha=1e-4, beta=0.75, k=1) divides alpha by the
+    # window; TensorFlow's does not. Computed in float32 (half has no kernel).
+    out = tf.nn.local_response_normalization(
+        tf.cast(x, tf.float32), depth_radius=2, bias=1.0, alpha=1e-4 / 5, beta=0.75)
+    return tf.cast(out, x.dtype)
+
+
+def local_response_norm() -> keras.layers.Layer:
+    """Caffe's LRN (across channels, local size 5, alpha 1e-4, beta 0.75, k 1), as
+    ``torch.nn.LocalResponseNorm(5, 1e-4, 0.75, 1.0)``; no weights."""
+    return keras.layers.Lambda(_lrn)
 
 
 def kaiming_fan_out() -> keras.initializers.Initializer:

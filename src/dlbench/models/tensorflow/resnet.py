@@ -1,4 +1,5 @@
-"""ResNet-18 and ResNet-50 (v1.5) in Keras, as ``dlbench.models.pytorch.resnet``.
+"""ResNet-18 to ResNet-269 (v1.5) in Keras, as ``dlbench.models.pytorch.resnet``; the
+blocks per stage of each depth from ``dlbench.models.layouts.RESNET_STAGES``.
 
 torchvision's choices, in NHWC: bias-free convolutions each followed by batch norm
 (PyTorch's momentum 0.1 and epsilon 1e-5), 1x1 convolution shortcuts where the
@@ -10,16 +11,14 @@ so the trainable parameters are PyTorch's ``parameters()``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import keras
 
-from dlbench.models.tensorflow.layers import conv, dense, kaiming_fan_out, nhwc
+from dlbench.models.layouts import RESNET_STAGES
+from dlbench.models.tensorflow.layers import batch_norm, conv, dense, kaiming_fan_out, nhwc
 
 
 def _bn(x: keras.KerasTensor) -> keras.KerasTensor:
-    # Keras's momentum is the weight of the old moving average: PyTorch's 0.1 is 0.9.
-    return keras.layers.BatchNormalization(momentum=0.9, epsilon=1e-5)(x)
+    return batch_norm()(x)
 
 
 def _conv(
@@ -59,10 +58,10 @@ def _bottleneck(x: keras.KerasTensor, planes: int, stride: int) -> keras.KerasTe
     return _relu(keras.layers.Add()([out, identity]))
 
 
-def _resnet(
-    name: str, bottleneck: bool, blocks: Sequence[int], input_shape: tuple[int, ...],
-    num_classes: int,
-) -> keras.Model:
+def _resnet(model_id: str, input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
+    """The ResNet of ``model_id``: stem, four stages of ``RESNET_STAGES[model_id]``
+    blocks, global average pool, fc."""
+    bottleneck, blocks = RESNET_STAGES[model_id]
     inputs = keras.Input(nhwc(input_shape))
     x = _relu(_bn(_conv(inputs, 64, 7, 2)))
     # Zero padding is -inf padding here: the max pool follows a ReLU.
@@ -71,17 +70,48 @@ def _resnet(
     block = _bottleneck if bottleneck else _basic_block
     for stage, (planes, count) in enumerate(zip((64, 128, 256, 512), blocks, strict=True)):
         for index in range(count):
-            x = block(x, planes, 2 if stage > 0 and index == 0 else 1)
+            # Each block a model of its own: Keras walks a functional graph recursively,
+            # and ResNet-269's 900 layers in one graph exceed Python's recursion limit.
+            block_input = keras.Input(tuple(x.shape[1:]))
+            stride = 2 if stage > 0 and index == 0 else 1
+            x = keras.Model(block_input, block(block_input, planes, stride))(x)
     x = keras.layers.GlobalAveragePooling2D()(x)
     outputs = dense(num_classes, int(x.shape[-1]))(x)
-    return keras.Model(inputs, outputs, name=name)
+    return keras.Model(inputs, outputs, name=model_id)
 
 
 def resnet18(input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
     """ResNet-18: 11,689,512 trainable parameters at 3 channels, 1000 classes."""
-    return _resnet("resnet18", False, (2, 2, 2, 2), input_shape, num_classes)
+    return _resnet("resnet18", input_shape, num_classes)
+
+
+def resnet34(input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
+    """ResNet-34: 21,797,672 trainable parameters at 3 channels, 1000 classes."""
+    return _resnet("resnet34", input_shape, num_classes)
 
 
 def resnet50(input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
     """ResNet-50 v1.5: 25,557,032 trainable parameters at 3 channels, 1000 classes."""
-    return _resnet("resnet50", True, (3, 4, 6, 3), input_shape, num_classes)
+    return _resnet("resnet50", input_shape, num_classes)
+
+
+def resnet101(input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
+    """ResNet-101 v1.5: 44,549,160 trainable parameters at 3 channels, 1000 classes."""
+    return _resnet("resnet101", input_shape, num_classes)
+
+
+def resnet152(input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
+    """ResNet-152 v1.5: 60,192,808 trainable parameters at 3 channels, 1000 classes."""
+    return _resnet("resnet152", input_shape, num_classes)
+
+
+def resnet200(input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
+    """ResNet-200 (v1.5 bottlenecks): 64,673,832 trainable parameters at 3 channels,
+    1000 classes."""
+    return _resnet("resnet200", input_shape, num_classes)
+
+
+def resnet269(input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
+    """ResNet-269 (v1.5 bottlenecks): 102,073,384 trainable parameters at 3 channels,
+    1000 classes."""
+    return _resnet("resnet269", input_shape, num_classes)
