@@ -124,9 +124,9 @@ def test_nan_loss_names_its_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_models_jax_does_not_define_are_refused_at_plan_time(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as error:
-        _experiment(tmp_path, "exp.model=inception3")
+        _experiment(tmp_path, "exp.model=dcgan")
     message = str(error.value)
-    assert message.startswith("exp.model='inception3' (from -P flag) is not defined for "
+    assert message.startswith("exp.model='dcgan' (from -P flag) is not defined for "
                               "framework jax; defined: toy, deep_mnist")
     assert "gpt2_small" in message
 
@@ -200,7 +200,7 @@ def test_cli_runs_data_parallel_on_two_cpu_devices(dlbench: CliRunner, tmp_path:
     framework = [r["results.flops_per_sample_framework"] for r in (two, one)]
     assert 1 <= framework[0] / framework[1] < 1.5
 
-    refused = dlbench("run", "-P", "exp.framework=jax", "-P", "exp.model=alexnet",
+    refused = dlbench("run", "-P", "exp.framework=jax", "-P", "exp.model=dcgan",
                       "--out", str(out))
     assert refused.returncode == 2
     assert "is not defined for framework jax" in refused.stderr

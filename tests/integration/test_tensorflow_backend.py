@@ -149,9 +149,9 @@ def test_worker_refusals_name_the_parameter(
 
 
 def test_plan_refuses_a_model_tensorflow_does_not_define(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"exp\.model='alexnet' .* is not defined for "
+    with pytest.raises(ConfigError, match=r"exp\.model='dcgan' .* is not defined for "
                                           r"framework tensorflow; defined: toy, deep_mnist"):
-        _experiment(tmp_path, "exp.model=alexnet")
+        _experiment(tmp_path, "exp.model=dcgan")
 
 
 def test_plan_refuses_a_negative_thread_count(tmp_path: Path) -> None:

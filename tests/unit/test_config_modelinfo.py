@@ -45,7 +45,7 @@ def test_a_model_s_task_is_a_known_one() -> None:
 @pytest.mark.parametrize(("model_id", "frameworks"), [
     ("toy", ["pytorch", "jax", "onnxruntime", "tensorflow", "fake"]),
     ("resnet50", ["pytorch", "jax", "onnxruntime", "tensorflow", "fake"]),
-    ("vit_b16", ["pytorch", "onnxruntime", "fake"]),
+    ("vit_b16", ["pytorch", "jax", "onnxruntime", "tensorflow", "fake"]),
     ("wlm", ["pytorch", "onnxruntime", "fake"]),
     ("loader", ["pytorch", "fake"]),
 ])
