@@ -229,12 +229,18 @@ def rate_scaling_tables(
             "efficiency 100% by definition")
     speedup_table = grid_table("Speedup = throughput_N / throughput_1", grid, speedup, group)
     efficiency_table = grid_table("Efficiency, % = 100 * speedup / N", grid, efficiency, group)
-    if several_gpu_sets(grid):
-        speedup_table.notes.append(GPU_SETS_NOTE)
-        efficiency_table.notes.append(GPU_SETS_NOTE)
-    for row in grid.rows:
-        if not any(c[0] == 1 and mean(row, c) is not None for c in grid.columns):
-            note = f"no 1-replica result for {row_name(grid, row)}: no speedup or efficiency"
-            speedup_table.notes.append(note)
-            efficiency_table.notes.append(note)
+    add_scaling_notes(grid, mean, speedup_table, efficiency_table)
     return [value_table, speedup_table, efficiency_table]
+
+
+def add_scaling_notes(grid: Grid, mean: Callable[[RowKey, ColKey], Measured | None],
+                      *tables: Table) -> None:
+    """The notes every speedup and efficiency table of ``grid`` carries: that several
+    GPU sets of one count are columns of their own, and which rows have no 1-replica
+    result to scale from."""
+    notes = [GPU_SETS_NOTE] if several_gpu_sets(grid) else []
+    notes += [f"no 1-replica result for {row_name(grid, row)}: no speedup or efficiency"
+              for row in grid.rows
+              if not any(c[0] == 1 and mean(row, c) is not None for c in grid.columns)]
+    for table in tables:
+        table.notes.extend(notes)

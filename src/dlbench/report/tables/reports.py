@@ -51,13 +51,13 @@ from dlbench.report.aggregate import (
 from dlbench.report.cells import Report, Table
 from dlbench.report.registry import ReportOptions, ReportType
 from dlbench.report.tables.grid import (
-    GPU_SETS_NOTE,
     LAYOUT,
     SCALING_AXIS,
     TIME,
     ColKey,
     Grid,
     RowKey,
+    add_scaling_notes,
     effective_batch,
     grid_table,
     is_rate_variable,
@@ -66,9 +66,7 @@ from dlbench.report.tables.grid import (
     normalised,
     rate_scaling_tables,
     replicas,
-    row_name,
     scaling_baseline,
-    several_gpu_sets,
     throughput_of,
     time_title,
     with_time_note,
@@ -269,14 +267,7 @@ class _Scaling(_TableKind):
 
         speedup_table = grid_table("Speedup = throughput_N / throughput_1", grid, speedup, group)
         efficiency_table = grid_table(self.efficiency_title, grid, efficiency, group)
-        if several_gpu_sets(grid):
-            speedup_table.notes.append(GPU_SETS_NOTE)
-            efficiency_table.notes.append(GPU_SETS_NOTE)
-        for row in grid.rows:
-            if not any(c[0] == 1 and mean(row, c) is not None for c in grid.columns):
-                note = f"no 1-replica result for {row_name(grid, row)}: no speedup or efficiency"
-                speedup_table.notes.append(note)
-                efficiency_table.notes.append(note)
+        add_scaling_notes(grid, mean, speedup_table, efficiency_table)
         throughput_table = grid_table(self.throughput_title, grid, throughput, group)
         return [time_table, with_time_note(throughput_table, target), speedup_table,
                 efficiency_table]
