@@ -193,8 +193,8 @@ def test_valid_gpu_lists(gpus: str) -> None:
     ("flag", "bound"),
     [
         ("exp.replica_batch=0", ">= 1"),
-        ("exp.num_batches=0", ">= 1"),
-        ("exp.num_warmup_batches=-1", ">= 0"),
+        ("exp.num_batches=0", "between 1 and 10000000, or 'auto'"),
+        ("exp.num_warmup_batches=-1", "between 0 and 10000000, or 'auto'"),
         ("exp.timeout=-1", ">= 0"),
         ("exp.num_nodes=0", ">= 1"),
         ("fake.step_ms=-0.5", ">= 0"),

@@ -94,9 +94,10 @@ FLAGS: list[tuple[list[str], str]] = [
     (["-P", "exp.replica_batch=100000000000000000000000000"], "must be <= 1048576"),
     (["-P", "exp.replica_batch=1048577"], "must be <= 1048576"),
     (["-P", "exp.replica_batch=0"], "must be >= 1"),
-    (["-P", "exp.max_batches=0"], "exp.max_batches=0 (from -P flag) must be >= 1"),
-    (["-P", "exp.max_batches=-5"], "must be >= 1"),
-    (["-P", "exp.num_batches=0"], "must be >= 1"),
+    (["-P", "exp.max_batches=0"],
+     "exp.max_batches=0 (from -P flag) must be between 1 and 10000000"),
+    (["-P", "exp.max_batches=-5"], "must be between 1 and 10000000"),
+    (["-P", "exp.num_batches=0"], "must be between 1 and 10000000, or 'auto'"),
     (["-P", "monitor.frequency=0.001"], "give at least 0.01"),
     (["-P", "monitor.frequency=0", "-P", "monitor.enabled=true"], "0 turns the monitor off"),
     (["-P", "monitor.frequency=-1"], "must be >= 0"),
@@ -252,3 +253,83 @@ def test_any_spec_file_loads_or_fails_in_one_line(tmp_path: Path, text: str,
                           max_leaves=10))
 def test_any_json_extension_loads_or_fails_in_one_line(value: object) -> None:
     _one_line_or_value(lambda: load_spec(extensions=[json.dumps(value)]))
+
+
+#: Values that would plan a run that cannot finish, or that the worker would fail on
+#: after starting: (flags, the whole message after the flags' source).
+BOUNDS = [
+    (["-P", "exp.scenario=single_stream", "-P", "exp.replica_batch=1",
+      "-P", "exp.latency_percentile=99.99999999999999"],
+     "exp.latency_percentile=99.99999999999999 (from -P flag) must be between 50 and "
+     "99.99, or 'auto'"),
+    (["-P", "exp.latency_percentile=1e-320"],
+     "exp.latency_percentile=1e-320 (from -P flag) must be between 50 and 99.99, or 'auto'"),
+    (["-P", "exp.scenario=offline", "-P", "exp.scenario_min_queries=99999999999999999999999"],
+     "exp.scenario_min_queries=99999999999999999999999 (from -P flag) must be between 1 and "
+     "100000000, or 'auto'"),
+    (["-P", "exp.profile_start=1000000000000000000000"],
+     "exp.profile_start=1000000000000000000000 (from -P flag) must be between 0 and "
+     "10000000"),
+    (["-P", "exp.num_batches=10000001"],
+     "exp.num_batches=10000001 (from -P flag) must be between 1 and 10000000, or 'auto'"),
+    (["-P", "exp.num_warmup_batches=10000001"],
+     "exp.num_warmup_batches=10000001 (from -P flag) must be between 0 and 10000000, or "
+     "'auto'"),
+    (["-P", "exp.max_duration=86401"],
+     "exp.max_duration=86401.0 (from -P flag) must be between 0 and 86400"),
+    (["-P", "exp.scenario_min_duration=inf"], "exp.scenario_min_duration="),
+    (["-P", "exp.scenario=server", "-P", "exp.target_qps=1e308"],
+     "exp.target_qps=1e+308 (from -P flag) must be between 0 and 1000000, or 'auto'"),
+    (["-P", "exp.scenario=server", "-P", "exp.target_qps=1e-300"],
+     "exp.target_qps=1e-300 (from -P flag): exp.scenario=server needs a rate between 0.01 "
+     "and 1000000 queries/s, or 'auto' to search the highest under exp.latency_bound_ms"),
+    (["-P", "exp.scenario_seed=-1"],
+     "exp.scenario_seed=-1 (from -P flag) must be between 0 and 4294967295"),
+    (["-P", "exp.framework=pytorch", "-P", "exp.scenario=offline", "-P", "exp.profile=torch"],
+     "exp.profile='torch' (from -P flag) is not supported with exp.scenario=offline yet; "
+     "use exp.profile=none"),
+]
+
+
+@pytest.mark.parametrize("flags,expected", BOUNDS, ids=[" ".join(f[0])[-40:] for f in BOUNDS])
+def test_a_value_that_cannot_finish_is_refused_by_the_plan(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
+        expected: str) -> None:
+    args = [*BASE, "-P", "exp.phase=inference", "--out", str(tmp_path / "run"), *flags]
+    assert plan_error(capsys, args).startswith(f"dlbench: error: {expected}")
+
+
+def test_the_bounds_are_at_the_edge_accepted(tmp_path: Path) -> None:
+    # The largest value of each bound plans (nothing runs).
+    assert main(["plan", *BASE, "-P", "exp.phase=inference", "--out", str(tmp_path / "run"),
+                 "-P", "exp.num_batches=10000000", "-P", "exp.profile_start=10000000",
+                 "-P", "exp.scenario=server", "-P", "exp.target_qps=0.01",
+                 "-P", "exp.latency_percentile=99.99",
+                 "-P", "exp.scenario_min_queries=100000000",
+                 "-P", "exp.scenario_seed=4294967295"]) == 0
+
+
+def test_help_shows_the_accepted_range(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["help", "--params", "exp.scenario_min_queries$"]) == 0
+    assert "    accepted: between 1 and 100000000, or auto\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["peak", "--seconds", "nan"], "--seconds nan: must be a number of seconds > 0 and <= 3600"),
+    (["peak", "--seconds", "3601"], "--seconds 3601: must be a number of seconds > 0"),
+    (["peak", "--seconds", "0"], "--seconds 0: must be a number of seconds > 0"),
+    (["query", "--input", "R", "--columns", ",,,"], "--columns ',,,' names no key"),
+    (["compare", "A", "B", "--threshold", "-5%"],
+     "--threshold: needs a value (one that starts with '-' is written --threshold=VALUE)"),
+    (["compare", "A", "B", "--threshold=-5%"],
+     "--threshold '-5%': expected a percentage such as 5% or a fraction such as 0.05 "
+     "(from 0 to below 100%)"),
+])
+def test_a_command_flag_out_of_range_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        argv: list[str], expected: str) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing is read or written: no such inputs exist
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dlbench: error: {expected}") and err.count("\n") == 1, err
+    assert not list(tmp_path.iterdir())

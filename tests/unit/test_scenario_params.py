@@ -38,19 +38,19 @@ def test_batch_is_the_default_and_needs_nothing() -> None:
 
 @pytest.mark.parametrize(("params", "message"), [
     (["exp.scenario=server"],
-     "exp.target_qps=0.0 (from default): exp.scenario=server needs a rate > 0 queries/s, "
-     "or 'auto' to search the highest under exp.latency_bound_ms"),
+     "exp.target_qps=0.0 (from default): exp.scenario=server needs a rate between 0.01 and "
+     "1000000 queries/s, or 'auto' to search the highest under exp.latency_bound_ms"),
     (["exp.scenario=server", "exp.target_qps=auto"],
      "exp.latency_bound_ms=0.0 (from default): exp.target_qps=auto searches the highest "
      "load under a latency bound: give one > 0 ms"),
     (["exp.target_qps=auto"],
      "exp.target_qps='auto' (from -P flag) searches the highest load of the server "
      "scenario: set exp.scenario=server (exp.scenario='batch' (from default))"),
-    (["exp.target_qps=-5"], "exp.target_qps=-5.0 (from -P flag) must be > 0 queries/s, "
-                            "or 'auto'"),
+    (["exp.target_qps=-5"], "exp.target_qps=-5.0 (from -P flag) must be between 0 and "
+                            "1000000, or 'auto'"),
     (["exp.target_qps=fast"], "exp.target_qps='fast' (from -P flag) is not a float or 'auto'"),
     (["exp.latency_percentile=100"],
-     "exp.latency_percentile=100.0 (from -P flag) must be between 0 and 100 (exclusive), "
+     "exp.latency_percentile=100.0 (from -P flag) must be between 50 and 99.99, "
      "or 'auto'"),
     (["exp.qps_search_tolerance=0"],
      "exp.qps_search_tolerance=0.0 (from -P flag) must be between 0 and 1 (exclusive), "
@@ -59,7 +59,7 @@ def test_batch_is_the_default_and_needs_nothing() -> None:
      "exp.replica_batch=16 (from default): exp.scenario=single_stream issues one sample "
      "per query: set exp.replica_batch=1"),
     (["exp.scenario=offline", "exp.scenario_min_queries=0"],
-     "exp.scenario_min_queries=0 (from -P flag) must be >= 1"),
+     "exp.scenario_min_queries=0 (from -P flag) must be between 1 and 100000000, or 'auto'"),
     (["exp.scenario=warp"],
      "exp.scenario='warp' (from -P flag) is not one of 'batch', 'single_stream', "
      "'multi_stream', 'server', 'offline'"),

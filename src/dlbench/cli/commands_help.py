@@ -32,6 +32,9 @@ def _param_lines(params: list[Param]) -> list[str]:
         lines.append(f"    {p.help}")
         if p.choices is not None:
             lines.append(f"    accepted: {', '.join(map(str, p.choices))}")
+        elif p.maximum is not None:  # a bounded count, duration or percentile
+            words = "".join(f", or {word}" for word in p.special)
+            lines.append(f"    accepted: {p.accepted_range}{words}")
         if not p.settable:
             lines.append("    computed by dlbench; cannot be set")
     return lines

@@ -103,15 +103,21 @@ def _peak_lines(entry: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+#: Most seconds of timed batches ``peak --seconds`` accepts per measurement: an
+#: hour, far past what a steady matmul rate needs.
+MAX_PEAK_SECONDS = 3600
+
+
 def peak(args: argparse.Namespace) -> int:
     """Measure and store the matmul and memory peaks of the CPU or the chosen GPUs."""
     names = _dtype_names(args.dtypes)  # before importing torch: a typo fails fast
+    if not 0 < args.seconds <= MAX_PEAK_SECONDS:  # NaN too: it would time forever
+        raise ConfigError(f"--seconds {args.seconds:g}: must be a number of seconds > 0 "
+                          f"and <= {MAX_PEAK_SECONDS}")
     try:
         import torch  # noqa: F401 - only to say clearly that it is needed
     except ImportError:
         raise DlbenchError("dlbench peak needs PyTorch (pip install torch)") from None
-    if args.seconds <= 0:
-        raise ConfigError(f"--seconds {args.seconds:g}: must be positive")
     devices = _devices(args.gpus)
     kinds = {"cpu" if device == "cpu" else "cuda" for device in devices}
     for kind in sorted(kinds) if args.size is not None else ():

@@ -50,6 +50,9 @@ def query(args: argparse.Namespace) -> int:
     columns = None
     if args.columns:
         columns = list(dict.fromkeys(c.strip() for c in args.columns.split(",") if c.strip()))
+        if not columns:
+            raise UsageError(f"--columns {args.columns!r} names no key: give "
+                             f"comma-separated result keys, e.g. exp.model,results.throughput")
     try:
         # From logs (no store), a damaged or incomplete log is worth knowing about here
         # too, also when nothing matches.

@@ -37,7 +37,9 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
      "{flag}: {value} is not a whole number"),
     (re.compile(r"^argument (?P<flag>[^:]+): invalid float value: (?P<value>.*)$"),
      "{flag}: {value} is not a number"),
-    (re.compile(r"^argument (?P<flag>[^:]+): expected one argument$"), "{flag}: needs a value"),
+    # argparse takes a value that starts with '-' (-5%) for a flag, so says none came.
+    (re.compile(r"^argument (?P<flag>[^:]+): expected one argument$"),
+     "{flag}: needs a value (one that starts with '-' is written {flag}=VALUE)"),
     (re.compile(r"^argument (?P<flag>[^:]+): expected at least one argument$"),
      "{flag}: needs at least one value"),
     (re.compile(r"^argument (?P<flag>[^:]+): ignored explicit argument (?P<value>.*)$"),

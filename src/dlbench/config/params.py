@@ -21,6 +21,16 @@ PARAM_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
 
 _UNSET: Any = object()
 
+# Upper bounds of counts and durations: far above what a real benchmark needs, low
+# enough that a mistyped value (1e21 batches) is refused by the plan instead of
+# starting a run that cannot finish.
+#: Most batches of any kind a parameter may ask for (warm-up, timed, profiled).
+MAX_BATCHES = 10_000_000
+#: Most seconds a duration parameter may ask for: a day.
+MAX_SECONDS = 86_400
+#: Most worker processes exp.repeat may run one after another.
+MAX_REPEAT = 1_000
+
 
 @dataclass(frozen=True)
 class Param:
@@ -37,6 +47,10 @@ class Param:
     knob: str = ""  # the shared knob (Knob.id) this parameter is a framework's name of
     minimum: float | None = None  # smallest accepted value; the plan refuses less
     minimum_note: str = ""  # what the smallest value means, shown with the refusal
+    #: Largest accepted value; the plan refuses more. Counts, durations and
+    #: percentiles declare one so that a mistyped value is refused, not a run that
+    #: cannot finish.
+    maximum: float | None = None
     #: Computes the value from others (given a getter of resolved values) when the
     #: spec does not set it: for a value an expression would write badly (a lookup
     #: in a table). ``default`` then says in words what it is derived from.
@@ -53,9 +67,37 @@ class Param:
             isinstance(self.default, str) and ("${" in self.default or "$(" in self.default))
 
     @property
+    def accepted_range(self) -> str:
+        """The declared range in words (``between 1 and 10000000``, ``>= 0``), or ''
+        when neither bound is declared; shown by ``help --params`` and the refusal.
+
+        >>> Param("x.n", "int", 1, "N.", minimum=1, maximum=10).accepted_range
+        'between 1 and 10'
+        """
+        low, high = self.minimum, self.maximum
+        if low is not None and high is not None:
+            return f"between {_number(low)} and {_number(high)}"
+        if low is not None:
+            return f">= {_number(low)}"
+        return f"<= {_number(high)}" if high is not None else ""
+
+    def out_of_range(self, value: Any) -> bool:
+        """True when ``value`` is a number outside the declared range (NaN included);
+        other values (words such as ``auto``) are checked elsewhere."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        return not ((self.minimum is None or value >= self.minimum)
+                    and (self.maximum is None or value <= self.maximum))
+
+    @property
     def namespace(self) -> str:
         """The part of the name before the first dot (``exp``, ``pytorch``, ...)."""
         return self.name.split(".", 1)[0]
+
+
+def _number(value: float) -> str:
+    """A bound as a user types it: whole numbers in full (10000000, not 1e+07)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from dlbench.config.catalog import (
 from dlbench.config.dlbs_names import is_dlbs_name
 from dlbench.config.external import HF_PARAMS
 from dlbench.config.frameworks.base import FrameworkInfo, load_declaration
-from dlbench.config.params import PARAM_TYPES, Param
+from dlbench.config.params import MAX_BATCHES, MAX_REPEAT, MAX_SECONDS, PARAM_TYPES, Param
 from dlbench.config.run_params import (
     ACCURACY_PARAMS,
     AUTO_BATCH_PARAMS,
@@ -254,27 +254,34 @@ _EXP = [
           special=("auto",), derive=_effective_batch),
     Param("exp.num_warmup_batches", "int", 3,
           "Batches run before timing starts; they are not timed. `auto`: until batch times "
-          "stop falling (at most exp.max_warmup_batches).", special=("auto",)),
+          "stop falling (at most exp.max_warmup_batches).", special=("auto",),
+          minimum=0, maximum=MAX_BATCHES),
     Param("exp.max_warmup_batches", "int", 50,
-          "With exp.num_warmup_batches=auto, the most warm-up batches run."),
+          "With exp.num_warmup_batches=auto, the most warm-up batches run.",
+          minimum=1, maximum=MAX_BATCHES),
     Param("exp.num_batches", "int", 20,
           "Timed batches. `auto`: at least exp.min_duration seconds and exp.min_batches "
           "batches, then until the 95% confidence interval of the mean batch time is within "
-          "exp.target_ci of it, or exp.max_duration seconds.", special=("auto",)),
-    Param("exp.min_batches", "int", 10, "With exp.num_batches=auto, the fewest timed batches."),
+          "exp.target_ci of it, or exp.max_duration seconds.", special=("auto",),
+          minimum=1, maximum=MAX_BATCHES),
+    Param("exp.min_batches", "int", 10, "With exp.num_batches=auto, the fewest timed batches.",
+          minimum=1, maximum=MAX_BATCHES),
     Param("exp.max_batches", "int", 10000,
           "With exp.num_batches=auto, the most timed batches (stop reason `max_batches`); "
-          "also what a backend may prepare for."),
+          "also what a backend may prepare for.", minimum=1, maximum=MAX_BATCHES),
     Param("exp.min_duration", "float", 1.0,
-          "With exp.num_batches=auto, the fewest seconds of timed batches."),
+          "With exp.num_batches=auto, the fewest seconds of timed batches.",
+          minimum=0, maximum=MAX_SECONDS),
     Param("exp.max_duration", "float", 60.0,
-          "With exp.num_batches=auto, the most seconds of timed batches."),
+          "With exp.num_batches=auto, the most seconds of timed batches.",
+          minimum=0, maximum=MAX_SECONDS),
     Param("exp.target_ci", "float", 0.01,
           "With exp.num_batches=auto, the relative half-width of the 95% confidence interval "
           "of the mean batch time to reach (0.01 = ±1%)."),
     Param("exp.repeat", "int", 1,
           "Independent worker processes that measure the experiment, one after another; the "
-          "record keeps each one's figures and the spread between them."),
+          "record keeps each one's figures and the spread between them.", minimum=1,
+          maximum=MAX_REPEAT),
     Param("exp.cv_threshold", "float", 0.05,
           "Coefficient of variation of batch times above which a result is marked unstable."),
     Param("exp.dtype", "str", "float32",

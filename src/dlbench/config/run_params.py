@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
-from dlbench.config.params import Param
+from dlbench.config.params import MAX_BATCHES, MAX_SECONDS, Param
 
 MONITOR_PARAMS = [
     Param("monitor.enabled", "bool", "$(${monitor.frequency} > 0)$",
@@ -179,13 +179,13 @@ PROFILE_PARAMS = [
     Param("exp.profile_start", "int", 2,
           "Untimed batches run after the timed ones before the profiling window opens (as "
           "TBD's start_iteration), so the window sees steady state.", identity=False,
-          minimum=0),
+          minimum=0, maximum=MAX_BATCHES),
     Param("exp.profile_batches", "int", 3,
           "Batches inside the profiling window (TBD's profile_iteration).", identity=False,
-          minimum=1),
+          minimum=1, maximum=MAX_BATCHES),
     Param("exp.profile_top", "int", 15,
           "Operators listed in results.profile.top_ops, by self time.", identity=False,
-          minimum=1),
+          minimum=1, maximum=10_000),
     Param("exp.ncu_metrics", "list", [],
           "Metrics for exp.profile=ncu; empty: FMA, FP16, Tensor Core and SFU pipe "
           "utilisation and kernel duration (TBD's core utilisation).", identity=False),
@@ -200,10 +200,11 @@ ACCURACY_PARAMS = [
           "With exp.phase=train_to_accuracy, the held-out accuracy (0 to 1) to reach.",
           minimum=0),
     Param("exp.max_epochs", "int", 20,
-          "With exp.phase=train_to_accuracy, the most epochs before giving up.", minimum=1),
+          "With exp.phase=train_to_accuracy, the most epochs before giving up.", minimum=1,
+          maximum=100_000),
     Param("exp.max_train_seconds", "float", 600.0,
           "With exp.phase=train_to_accuracy, the most seconds of training before giving up "
-          "(checked after each epoch).", minimum=0),
+          "(checked after each epoch).", minimum=0, maximum=7 * MAX_SECONDS),
     Param("exp.val_fraction", "float", 0.2,
           "With exp.phase=train_to_accuracy, the share of the data held out for validation "
           "(a seeded split).", minimum=0.01),
@@ -219,5 +220,5 @@ AUTO_BATCH_PARAMS = [
           identity=False, minimum=1),
     Param("exp.auto_batch_steps", "int", 2,
           "With exp.replica_batch=auto, the steps each probe runs before it counts as "
-          "fitting.", identity=False, minimum=1),
+          "fitting.", identity=False, minimum=1, maximum=10_000),
 ]

@@ -9,13 +9,21 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dlbench.config.catalog import MODELS, model_info
-from dlbench.config.params import Param
+from dlbench.config.params import MAX_SECONDS, Param
 from dlbench.errors import ConfigError
 
 #: exp.scenario's values: ``batch`` is the timing loop of back-to-back batches.
 SCENARIOS = ("batch", "single_stream", "multi_stream", "server", "offline")
 
 AUTO = "auto"
+
+#: Server scenario's rates, queries/s: below the least, the queries a run must
+#: complete would take days to arrive; above the most, no one-replica server keeps up
+#: and the arrival schedule's gaps fall below the clock's resolution.
+MIN_QPS = 0.01
+MAX_QPS = 1_000_000
+#: Most tokens of a prompt or a generated sequence.
+MAX_TOKENS = 1_048_576
 
 SCENARIO_PARAMS = [
     Param("exp.scenario", "str", "batch",
@@ -30,37 +38,41 @@ SCENARIO_PARAMS = [
           "Server scenario: mean arrival rate, queries per second. `auto`: search the "
           "highest rate whose exp.latency_percentile stays under exp.latency_bound_ms, "
           "each probe a full run, all recorded in results.scenario_probes.",
-          special=(AUTO,)),
+          special=(AUTO,), minimum=0, maximum=MAX_QPS),
     Param("exp.latency_bound_ms", "float", 0.0,
           "Server scenario: the latency exp.latency_percentile of the queries must stay "
           "under for a valid run, ms (MLPerf: 15 for ResNet-50); 0: no bound. Needed by "
-          "exp.target_qps=auto.", minimum=0),
+          "exp.target_qps=auto.", minimum=0, maximum=MAX_SECONDS * 1000),
     Param("exp.latency_percentile", "float", AUTO,
-          "The latency percentile of the validity rules, in percent, between 0 and 100. "
+          "The latency percentile of the validity rules, in percent (the queries early "
+          "stopping needs grow as it nears 100). "
           "`auto`: LoadGen's, 90 for single_stream, 99 for multi_stream and server.",
-          special=(AUTO,)),
+          special=(AUTO,), minimum=50, maximum=99.99),
     Param("exp.max_queue_delay_ms", "float", 0.0,
           "Server scenario: how long the dynamic batcher may hold the oldest queued query "
           "while it waits for more, ms (Triton's max_queue_delay); 0: serve what is "
-          "queued at once.", minimum=0),
+          "queued at once.", minimum=0, maximum=60_000),
     Param("exp.scenario_min_queries", "int", AUTO,
           "Queries a scenario run must complete (offline: samples). `auto`: LoadGen's "
           "100, or more where early stopping needs more: 662 for multi_stream at the "
-          "99th percentile, 459 for server.", special=(AUTO,), minimum=1),
+          "99th percentile, 459 for server.", special=(AUTO,), minimum=1,
+          maximum=100_000_000),
     Param("exp.scenario_min_duration", "float", 10.0,
           "Seconds a scenario run must last (LoadGen's default; MLPerf submissions use "
-          "600).", minimum=0),
+          "600).", minimum=0, maximum=MAX_SECONDS),
     Param("exp.scenario_seed", "int", 0,
-          "Seed of the server scenario's arrival schedule (LoadGen's schedule_rng_seed)."),
+          "Seed of the server scenario's arrival schedule (LoadGen's schedule_rng_seed).",
+          minimum=0, maximum=2**32 - 1),
     Param("exp.qps_search_tolerance", "float", 0.02,
           "With exp.target_qps=auto, the search stops when the highest valid and lowest "
           "invalid rates are within this fraction of each other."),
     Param("exp.prompt_tokens", "int", 128,
           "exp.phase=generate: tokens in each request's prompt (random token ids), run "
-          "through the model at once by the prefill.", minimum=1),
+          "through the model at once by the prefill.", minimum=1, maximum=MAX_TOKENS),
     Param("exp.output_tokens", "int", 128,
           "exp.phase=generate: tokens each request generates, greedily and always this "
-          "many (no end-of-sequence stop); the prefill gives the first.", minimum=1),
+          "many (no end-of-sequence stop); the prefill gives the first.", minimum=1,
+          maximum=MAX_TOKENS),
 ]
 
 
@@ -68,20 +80,14 @@ def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> No
     """The scenario parameters of one resolved experiment fit together; ``shown``
     names a parameter with its value and where it came from. ConfigError otherwise."""
     scenario, qps = values["exp.scenario"], values["exp.target_qps"]
-    percentile = values["exp.latency_percentile"]
     if values["exp.phase"] == "generate":
         _check_generate(values, shown)
-    if percentile != AUTO and not 0 < percentile < 100:
-        raise ConfigError(f"{shown('exp.latency_percentile')} must be between 0 and 100 "
-                          f"(exclusive), or 'auto'")
     if not 0 < values["exp.qps_search_tolerance"] < 1:
         raise ConfigError(f"{shown('exp.qps_search_tolerance')} must be between 0 and 1 "
                           f"(exclusive), e.g. 0.02")
     if qps == AUTO and scenario != "server":
         raise ConfigError(f"{shown('exp.target_qps')} searches the highest load of the "
                           f"server scenario: set exp.scenario=server ({shown('exp.scenario')})")
-    if qps != AUTO and qps < 0:
-        raise ConfigError(f"{shown('exp.target_qps')} must be > 0 queries/s, or 'auto'")
     if scenario == "batch":
         return
     if values["exp.phase"] not in ("inference", "generate"):
@@ -97,15 +103,19 @@ def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> No
             # run does not have.
             raise ConfigError(f"{shown(name)}: scenario runs are not combined across "
                               f"processes yet; use {name}=1 ({shown('exp.scenario')})")
+    if values["exp.profile"] != "none":
+        # The profiling window follows the timed batches, which a scenario run has not.
+        raise ConfigError(f"{shown('exp.profile')} is not supported with "
+                          f"exp.scenario={scenario} yet; use exp.profile=none")
     if scenario == "single_stream" and values["exp.replica_batch"] != 1:
         raise ConfigError(f"{shown('exp.replica_batch')}: exp.scenario=single_stream issues "
                           f"one sample per query: set exp.replica_batch=1")
     if scenario != "server":
         return
-    if qps != AUTO and not qps > 0:
-        raise ConfigError(f"{shown('exp.target_qps')}: exp.scenario=server needs a rate > 0 "
-                          f"queries/s, or 'auto' to search the highest under "
-                          f"exp.latency_bound_ms")
+    if qps != AUTO and not qps >= MIN_QPS:
+        raise ConfigError(f"{shown('exp.target_qps')}: exp.scenario=server needs a rate "
+                          f"between {MIN_QPS} and {MAX_QPS} queries/s, or 'auto' to search "
+                          f"the highest under exp.latency_bound_ms")
     if qps == AUTO and not values["exp.latency_bound_ms"] > 0:
         raise ConfigError(f"{shown('exp.latency_bound_ms')}: exp.target_qps=auto searches the "
                           f"highest load under a latency bound: give one > 0 ms")

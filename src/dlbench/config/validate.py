@@ -47,8 +47,6 @@ _ENDPOINT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d+$")
 #: Smallest accepted value of numeric parameters.
 _MINIMUM = {
     "exp.replica_batch": 1,
-    "exp.num_batches": 1,
-    "exp.num_warmup_batches": 0,
     "exp.timeout": 0,
     "exp.num_nodes": 1,
     "exp.num_local_replicas": 1,
@@ -56,12 +54,6 @@ _MINIMUM = {
     "exp.image_size": 0,
     "exp.seq_len": 0,
     "exp.data_workers": 0,
-    "exp.repeat": 1,
-    "exp.min_batches": 1,
-    "exp.max_warmup_batches": 1,
-    "exp.max_batches": 1,
-    "exp.min_duration": 0,
-    "exp.max_duration": 0,
     "exp.target_ci": 0,
     "exp.cv_threshold": 0,
     "monitor.frequency": 0,
@@ -211,12 +203,12 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
     for name, minimum in _MINIMUM.items():
         if not isinstance(values[name], str) and values[name] < minimum:
             raise ConfigError(f"{shown(name)} must be >= {minimum}")
-    for param in REGISTRY:  # the smallest values parameters declare themselves
+    for param in REGISTRY:  # the ranges parameters declare themselves
         value = values.get(param.name)
-        if param.minimum is not None and isinstance(value, (int, float)) and (
-                value < param.minimum):
+        if param.out_of_range(value):
             note = f" ({param.minimum_note})" if param.minimum_note else ""
-            raise ConfigError(f"{shown(param.name)} must be >= {param.minimum:g}{note}")
+            words = "".join(f", or {word!r}" for word in param.special)
+            raise ConfigError(f"{shown(param.name)} must be {param.accepted_range}{words}{note}")
     _check_data_dir(values, raw, model)
     smallest = max(8, model.min_image_size or 0)
     if model.is_image and 0 < values["exp.image_size"] < smallest:

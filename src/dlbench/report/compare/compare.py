@@ -121,7 +121,7 @@ def parse_threshold(text: str) -> float:
     if not 0.0 <= value < 1.0:
         raise CompareError(
             f"--threshold {text!r}: expected a percentage such as 5% or a fraction such as "
-            "0.05 (below 100%)"
+            "0.05 (from 0 to below 100%)"
         )
     return value
 
