@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from dlbench.launch.copies.copies import combine_copies
-from dlbench.measure.combine import COPIES, REPEATS, combine_repeats, combine_results, rule_of
+from dlbench.measure.combine import (
+    _RECOMPUTED,
+    COPIES,
+    REPEATS,
+    combine_repeats,
+    combine_results,
+    rule_of,
+)
 from dlbench.results.keys.table import AGGREGATES, RESULT_KEYS
 
 
@@ -27,6 +34,9 @@ def test_every_declared_rule_is_known() -> None:
     assert rule_of("results.throughput", COPIES) == "sum"
     assert rule_of("results.throughput", REPEATS) == "recomputed"
     assert rule_of("user.note", COPIES) == "none"
+    # Every key declared recomputed has its recipe, and no recipe is for another key.
+    recomputed = {k.name for k in RESULT_KEYS if "recomputed" in (k.aggregate, k.repeats)}
+    assert recomputed == set(_RECOMPUTED)
 
 
 def test_copies_keep_the_monitor_energy_and_memory_by_their_rules() -> None:

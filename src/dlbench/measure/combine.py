@@ -154,26 +154,19 @@ def _batch_weighted_mean(name: str, processes: Sequence[Mapping[str, Any]]) -> A
     return math.fsum(v * n for v, n in zip(values, counts, strict=True)) / sum(counts)
 
 
-def _recomputed(name: str, processes: Sequence[Mapping[str, Any]],
-                combined: Mapping[str, Any], devices: int) -> Any:
-    if name in ("results.throughput", "results.tflops"):
-        return _scaled_by_time(name, processes, combined)
-    if name == "results.throughput_batch_mean":
-        return _batch_weighted_mean(name, processes)
-    if name in ("results.ci95", "results.ci95_rel"):
-        return _between_processes(name, processes, combined)
-    if name == "results.mfu":
-        return _mfu(name, processes, combined, devices)
-    if name == "results.use.samples_per_joule":
-        return _samples_per_joule(processes)
-    return None
+_Processes = Sequence[Mapping[str, Any]]
 
-
-#: The keys declared ``recomputed`` on some axis, each computed by
-#: :func:`_recomputed` after every other key is combined.
-_RECOMPUTED = frozenset({"results.throughput", "results.tflops", "results.ci95",
-                         "results.ci95_rel", "results.mfu", "results.use.samples_per_joule",
-                         "results.throughput_batch_mean"})
+#: How each key declared ``recomputed`` (on some axis) is computed again, after every
+#: other key is combined: ``(name, processes, combined, devices) -> value or None``.
+_RECOMPUTED: dict[str, Callable[[str, _Processes, Mapping[str, Any], int], Any]] = {
+    "results.throughput": lambda n, p, c, d: _scaled_by_time(n, p, c),
+    "results.tflops": lambda n, p, c, d: _scaled_by_time(n, p, c),
+    "results.throughput_batch_mean": lambda n, p, c, d: _batch_weighted_mean(n, p),
+    "results.ci95": lambda n, p, c, d: _between_processes(n, p, c),
+    "results.ci95_rel": lambda n, p, c, d: _between_processes(n, p, c),
+    "results.mfu": _mfu,
+    "results.use.samples_per_joule": lambda n, p, c, d: _samples_per_joule(p),
+}
 
 
 def combine_results(
@@ -220,7 +213,7 @@ def combine_results(
         if value is not None or rule == "first":
             combined[name] = value
     for name in later:
-        value = _recomputed(name, processes, combined, devices)
+        value = _RECOMPUTED[name](name, processes, combined, devices)
         if value is None:  # e.g. one process has no between-process interval
             value = pooled.get(name)
         if value is not None:
