@@ -11,7 +11,7 @@ from torch import nn
 
 from dlbench.config.catalog import MODELS
 from dlbench.config.modelinfo import TASKS
-from dlbench.config.zoo_domains import DOMAIN_MODELS
+from dlbench.config.zoo.domains import DOMAIN_MODELS
 from dlbench.models import ImageTooSmall, build_pytorch_model
 from dlbench.models.pytorch import PYTORCH_BUILDERS
 from dlbench.models.pytorch.cartpole import CartPole

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from dlbench.config.catalog import MODELS, model_frameworks, model_input_shape
-from dlbench.config.zoo_core import CORE_MODELS
+from dlbench.config.zoo.core import CORE_MODELS
 from dlbench.models import MIN_IMAGE_SIZE, ImageTooSmall, build_pytorch_model
 from dlbench.models.pytorch import PYTORCH_BUILDERS
 from tests.unit.meta_models import build_on_meta, count_params

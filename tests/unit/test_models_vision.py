@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from dlbench.config.catalog import MODELS, model_input_shape
-from dlbench.config.zoo_vision import VISION_MODELS
+from dlbench.config.zoo.vision import VISION_MODELS
 from dlbench.models import build_pytorch_model
 from dlbench.models.pytorch import PYTORCH_BUILDERS
 from dlbench.models.pytorch.inception import InceptionAux

@@ -48,7 +48,7 @@ from dlbench.config.refs import (
 )
 from dlbench.config.registry import REGISTRY, is_user_param
 from dlbench.config.safe_eval import safe_eval
-from dlbench.config.safe_functions import value_size
+from dlbench.config.safe_eval.functions import value_size
 from dlbench.config.spec import Sourced, describe
 from dlbench.errors import ConfigError, UnsafeExpressionError
 

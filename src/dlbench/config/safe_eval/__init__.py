@@ -4,7 +4,7 @@ DLBS ran these through Python's ``eval``; a sweep spec can come from anyone, so 
 the expression is parsed with ``ast.parse(mode="eval")`` and walked node by node.
 Only plain values, arithmetic, comparisons, conditionals, subscripts, a few builtins,
 a few ``str`` methods and the handful of library functions DLBS configurations call
-(:mod:`dlbench.config.safe_functions`) are allowed; everything else (names,
+(:mod:`dlbench.config.safe_eval.functions`) are allowed; everything else (names,
 attributes, lambdas, comprehensions, f-strings, ...) is refused with
 UnsafeExpressionError. Nothing is ever passed to ``eval``, ``exec`` or ``compile``.
 
@@ -24,8 +24,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from dlbench.config import safe_functions
-from dlbench.config.safe_functions import value_size
+from dlbench.config.safe_eval import functions as safe_functions
+from dlbench.config.safe_eval.functions import value_size
 from dlbench.errors import ConfigError, UnsafeExpressionError
 
 #: Longest string, list or dict an expression may build.

@@ -1,4 +1,4 @@
-"""Every model of the tree, gathered from the zoo modules beside this file, and the
+"""Every model of the tree, gathered from the modules of this package, and the
 frameworks' builder tables derived from them.
 
 A model is registered by its entry alone: its ``ModelInfo`` names its builders per
@@ -11,9 +11,9 @@ name it, in the order of :data:`ZOO`. Plain data: importing it imports no framew
 from __future__ import annotations
 
 from dlbench.config.modelinfo import ModelInfo
-from dlbench.config.zoo_core import CORE_MODELS
-from dlbench.config.zoo_domains import DOMAIN_MODELS
-from dlbench.config.zoo_vision import VISION_MODELS
+from dlbench.config.zoo.core import CORE_MODELS
+from dlbench.config.zoo.domains import DOMAIN_MODELS
+from dlbench.config.zoo.vision import VISION_MODELS
 
 __all__ = ["ZOO", "zoo_builders"]
 
