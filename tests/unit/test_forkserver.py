@@ -190,6 +190,8 @@ def test_a_forked_worker_times_out_and_a_dead_server_falls_back_to_plain_workers
                                 variables=("fake.failure=[hang, none]",)))
         # Killed by the runner's timeout as a plain worker is; the server serves on.
         assert [o.status for o in hung.outcomes] == ["timeout", "ok"]
+        # A forked worker's log names its environment as a plain worker's does.
+        assert "PYTHONUNBUFFERED" in hung.outcomes[1].record["sys.worker_env"]
         assert time.monotonic() - began < 30
         server = launcher._forks.server
         assert server is not None and not launcher._forks.broken

@@ -38,27 +38,35 @@ __all__ = ["EXTRA_ENV", "LOG_FILE_ENV", "WORKER_ENV_KEY", "WORKER_ENV_NAMES",
            "torchrun_arguments", "uses_torchrun", "worker_argv", "worker_env", "write_input"]
 
 #: Variables of the parent's environment the worker gets, by name: where programs and
-#: libraries are (the container engines' clients included), who the user is
-#: (torch.compile names its cache folder after it), the locale, temporary files.
+#: libraries are, who the user is (torch.compile names its cache folder after it), the
+#: locale, temporary files, the model caches, and what the container engines' clients
+#: read (their daemon, their configuration and cache folders).
 WORKER_ENV_NAMES = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ",
-    "TMPDIR", "TMP", "TEMP", "PYTHONPATH", "PYTHONHOME", "PYTHONHASHSEED", "VIRTUAL_ENV",
-    "CONDA_PREFIX", "LD_LIBRARY_PATH", "LD_PRELOAD", "DBUS_SESSION_BUS_ADDRESS",
-    "GPU_DEVICE_ORDINAL", "MALLOC_ARENA_MAX",
+    "TMPDIR", "TMP", "TEMP", "PYTHONPATH", "PYTHONHOME", "PYTHONHASHSEED", "PYTHONUNBUFFERED",
+    "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH", "LD_PRELOAD", "MALLOC_ARENA_MAX",
+    "GPU_DEVICE_ORDINAL", "HF_HOME",
+    "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+    "CONTAINER_HOST", "CONTAINER_CONNECTION", "DBUS_SESSION_BUS_ADDRESS",
+    "APPTAINER_CACHEDIR", "APPTAINER_TMPDIR", "APPTAINER_BINDPATH",
+    "SINGULARITY_CACHEDIR", "SINGULARITY_TMPDIR", "SINGULARITY_BINDPATH",
 })
 #: ... and by prefix: the locale; the GPU's visibility and libraries (CUDA, ROCm/HIP);
 #: threads (OpenMP, MKL, OpenBLAS); the frameworks and their compilers (PyTorch,
-#: Inductor, Triton, XLA/JAX, TensorFlow/Keras, ONNX Runtime, oneDNN); collectives;
-#: model caches; the Nsight tools; the container engines; XDG folders (caches, the
-#: rootless engines' runtime folder); Slurm's job, where Slurm starts the worker; and
-#: dlbench's own.
+#: Inductor, Triton, XLA/JAX, TensorFlow's own, ONNX Runtime, oneDNN); collectives;
+#: model caches; the Nsight tools; XDG folders (caches, the rootless engines' runtime
+#: folder); Slurm's job, where Slurm starts the worker; and dlbench's own. Never a
+#: prefix that also names credentials (``HF_TOKEN``, Terraform's ``TF_TOKEN_*`` and
+#: ``TF_VAR_*``, ``APPTAINER_DOCKER_PASSWORD``): those reach a worker only when listed
+#: in ``DLBENCH_WORKER_ENV``.
 WORKER_ENV_PREFIXES = (
-    "LC_", "CUDA_", "CUDNN_", "CUBLAS_", "CUBLASLT_", "NVIDIA_", "NV_", "NVTE_", "ROCM_",
-    "ROCR_", "HIP_", "HSA_", "MIOPEN_", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_",
+    "LC_", "CUDA_", "CUDNN_", "CUBLAS_", "CUBLASLT_", "NVIDIA_", "NVTE_", "ROCM_", "ROCR_",
+    "HIP_", "HSA_", "MIOPEN_", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_",
     "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "TRITON_", "XLA_", "JAX_",
-    "TF_", "KERAS_", "ORT_", "ONEDNN_", "DNNL_", "NCCL_", "GLOO_", "UCX_", "HF_",
-    "TRANSFORMERS_", "NSYS_", "NCU_", "DOCKER_", "CONTAINER_", "PODMAN_", "APPTAINER",
-    "SINGULARITY", "XDG_", "SLURM_", "DLBENCH_",
+    "TF_CPP_", "TF_ENABLE_", "TF_FORCE_", "TF_GPU_", "TF_XLA_", "TF_NUM_", "TF_CUDNN_",
+    "TF_DETERMINISTIC_", "TF_USE_", "KERAS_", "ORT_", "ONEDNN_", "DNNL_",
+    "NCCL_", "GLOO_", "UCX_", "HF_HUB_", "HF_DATASETS_", "TRANSFORMERS_",
+    "NSYS_", "NCU_", "XDG_", "SLURM_", "DLBENCH_",
 )
 #: Where a user lists more variables to pass to the worker: names separated by commas
 #: or spaces (``DLBENCH_WORKER_ENV="WANDB_MODE MY_LIB_FLAG"``).
