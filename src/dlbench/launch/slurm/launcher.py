@@ -237,7 +237,7 @@ class SlurmLauncher(Launcher):
         return f"Slurm job {entry.job_id} {ended}: the worker got {signal_name}"
 
     def _record_results(self, entry: SlurmJob, state: str = "") -> dict[str, Any]:
-        """The record of a job whose tasks returned, as the local runner makes it."""
+        """The record of a job whose tasks returned, as the local launcher makes it."""
         experiment = entry.experiment
         assert entry.results is not None
         failed = [r for r in entry.results if isinstance(r, str)]

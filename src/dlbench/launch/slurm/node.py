@@ -6,7 +6,7 @@ node. The task runs the experiment's worker command there (:func:`node_command`:
 :func:`node_experiment`) under ``exp.timeout``, with its output appended to the
 experiment's log, and returns how each worker process ended (:class:`NodeResult`).
 The records are made on the submitting side (:mod:`dlbench.launch.slurm.launcher`), from the
-logs, as the local runner makes them. Slurm's SIGTERM and submitit's SIGUSR2 stop the
+logs, as the local launcher makes them. Slurm's SIGTERM and submitit's SIGUSR2 stop the
 worker instead of requeueing the job.
 """
 
