@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dlbench.cli.main import main
-from dlbench.launch.runner import write_input
+from dlbench.launch.command import write_input
 from dlbench.results.store import Store
 
 SPEC = ["-P", "exp.framework=fake", "-V", "exp.replica_batch=[1,2,4,8,16]"]

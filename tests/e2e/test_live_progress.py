@@ -22,7 +22,8 @@ import pytest
 
 from dlbench.config import load_spec, plan_experiments
 from dlbench.launch import deadline
-from dlbench.launch.runner import Runner
+from dlbench.launch.local.launcher import LocalLauncher
+from dlbench.launch.sweep import Sweep
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals")
 
@@ -91,7 +92,7 @@ def _plan(out: Path) -> list[dict[str, Any]]:
 
 def _run(experiments: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     lines: list[str] = []
-    runner = Runner(report=lines.append)
+    runner = Sweep(LocalLauncher(lines.append), report=lines.append)
     try:
         result = runner.run(experiments)
     finally:

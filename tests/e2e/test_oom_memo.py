@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config import load_spec, plan_experiments
+from dlbench.launch.local.launcher import LocalLauncher
 from dlbench.launch.oom_memo import OutOfMemoryMemo, memory_key, skipped_record
-from dlbench.launch.runner import Runner
+from dlbench.launch.sweep import Sweep
 from dlbench.results.store import Store
 
 #: batches 4 and above of training run out of memory; inference always fits.
@@ -81,7 +82,7 @@ def test_skipped_record_names_the_failed_batch() -> None:
 def test_sweep_skips_larger_batches_and_resume_keeps_skipping(tmp_path: Path) -> None:
     out = tmp_path / "out"
     lines: list[str] = []
-    runner = Runner(report=lines.append)
+    runner = Sweep(LocalLauncher(lines.append), report=lines.append)
     try:
         result = runner.run(_plan(out))
     finally:
@@ -103,7 +104,7 @@ def test_sweep_skips_larger_batches_and_resume_keeps_skipping(tmp_path: Path) ->
     # Resumed: the batch that ran out of memory runs again (exp.rerun=onfail) and
     # fails again, and the larger one is skipped again, from what the store holds.
     lines.clear()
-    runner = Runner(report=lines.append)
+    runner = Sweep(LocalLauncher(lines.append), report=lines.append)
     try:
         again = runner.run(_plan(out))
     finally:
@@ -115,7 +116,7 @@ def test_sweep_skips_larger_batches_and_resume_keeps_skipping(tmp_path: Path) ->
 
     # Once the batch fits (the same experiments, the failure no longer injected),
     # it runs again and so do the larger ones.
-    runner = Runner(report=lambda line: None)
+    runner = Sweep(LocalLauncher(lambda line: None), report=lambda line: None)
     try:
         fixed = runner.run([{**exp, "fake.failure": "none"} for exp in _plan(out)])
     finally:

@@ -15,7 +15,7 @@ import pytest
 
 from dlbench.cli import commands_run
 from dlbench.cli.main import main
-from dlbench.launch.runner import SweepResult
+from dlbench.launch.sweep import SweepResult
 from dlbench.results.store import Store
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="signals")
@@ -98,7 +98,7 @@ def test_interrupted_before_any_experiment_ended_prints_no_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # As after a Ctrl-C while a Slurm job was still queued: no outcome at all.
-    monkeypatch.setattr(commands_run.Runner, "run",
+    monkeypatch.setattr(commands_run.Sweep, "run",
                         lambda self, experiments: SweepResult(interrupted=True))
     assert main(["run", *FAKE, "-V", "exp.replica_batch=[1, 2]",
                  "--out", str(tmp_path / "out")]) == 130

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 import dlbench.measure.monitor as monitor_module
-from dlbench.launch.runner import Runner
+from dlbench.launch.local.launcher import LocalLauncher
+from dlbench.launch.sweep import Sweep
 from dlbench.measure.nvml import load_nvml
 from dlbench.results.log.parser import parse_log
 from tests.integration.worker import plan_one, run_in_process
@@ -208,7 +209,7 @@ def test_energy_from_rapl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 def _sweep(tmp_path: Path, *params: str) -> tuple[dict[str, Any], list[str]]:
     lines: list[str] = []
-    runner = Runner(report=lines.append)
+    runner = Sweep(LocalLauncher(lines.append), report=lines.append)
     try:
         result = runner.run([_experiment(tmp_path, *params)])
         stored = runner.store(tmp_path).records()

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from dlbench.config import load_spec, plan_experiments
-from dlbench.launch.runner import Runner, SweepResult
+from dlbench.launch.local.launcher import LocalLauncher
+from dlbench.launch.sweep import Sweep, SweepResult
 from dlbench.report.scorecard.baseline import Baseline, Benchmark
 from dlbench.report.scorecard.gpu_reports import train_items
 from dlbench.report.scorecard.scorecard import scorecard_report
@@ -34,7 +35,7 @@ def _plan(tmp_path: Path, *params: str) -> dict[str, Any]:
 
 
 def _run(experiment: dict[str, Any], python: str | None = None) -> SweepResult:
-    runner = Runner(report=lambda line: None, python=python)
+    runner = Sweep(LocalLauncher(lambda line: None, python), report=lambda line: None)
     try:
         return runner.run([experiment])
     finally:

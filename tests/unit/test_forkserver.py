@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 
 from dlbench.config import load_spec, plan_experiments
-from dlbench.launch.command import worker_env
+from dlbench.launch.command import worker_env, write_input
 from dlbench.launch.forkserver import client as forkserver
 from dlbench.launch.forkserver.client import ForkedWorker, ForkServer, unsuitable
-from dlbench.launch.local import kill_worker, start_worker
+from dlbench.launch.local.launcher import LocalLauncher
+from dlbench.launch.local.process import kill_worker, start_worker
 from dlbench.launch.records import worker_record
-from dlbench.launch.runner import Runner, write_input
+from dlbench.launch.sweep import Sweep
 
 #: Keys that may differ between two runs of one experiment: times, rates, the
 #: monitor's samples, and what the parent adds.
@@ -181,23 +182,26 @@ def test_a_forked_worker_times_out_and_a_dead_server_falls_back_to_plain_workers
     tmp_path: Path, fake_forks: None
 ) -> None:
     lines: list[str] = []
-    runner = Runner(report=lines.append)
+    launcher = LocalLauncher(lines.append)
+    runner = Sweep(launcher, report=lines.append)
     try:
         began = time.monotonic()
         hung = runner.run(_plan(tmp_path / "a", "exp.framework=fake", "exp.timeout=0.5",
                                 variables=("fake.failure=[hang, none]",)))
         # Killed by the runner's timeout as a plain worker is; the server serves on.
         assert [o.status for o in hung.outcomes] == ["timeout", "ok"]
+        # A forked worker's log names its environment as a plain worker's does.
+        assert "PYTHONUNBUFFERED" in hung.outcomes[1].record["sys.worker_env"]
         assert time.monotonic() - began < 30
-        server = runner._forks.server
-        assert server is not None and not runner._forks.broken
+        server = launcher._forks.server
+        assert server is not None and not launcher._forks.broken
         assert not any("fork server" in line for line in lines)
         server.process.kill()
         server.process.wait()
         after = runner.run(_plan(tmp_path / "b", "exp.framework=fake",
                                  variables=("fake.step_ms=[1, 2]",)))
         assert [o.status for o in after.outcomes] == ["ok", "ok"]
-        assert runner._forks.broken
+        assert launcher._forks.broken
         assert sum("fork server" in line for line in lines) == 1  # one warning
     finally:
         runner.close()

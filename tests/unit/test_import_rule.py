@@ -71,7 +71,7 @@ PARENT_SIDE = ("dlbench", "errors", "formats", "textsafe", "plugins", "config", 
 class Import:
     """One ``import`` statement's target, where it is and how it is reached."""
 
-    module: str  # the importing module, e.g. dlbench.launch.runner
+    module: str  # the importing module, e.g. dlbench.launch.sweep
     target: str  # the imported module, e.g. dlbench.measure.stats
     line: int
     lazy: bool  # inside a function: runs only when the function is called
@@ -91,7 +91,7 @@ def _module_name(path: Path) -> tuple[str, bool]:
 
 
 def _unit(module: str) -> str:
-    """The layer a module belongs to: ``dlbench.launch.runner`` -> ``launch``."""
+    """The layer a module belongs to: ``dlbench.launch.sweep`` -> ``launch``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "dlbench"
 
@@ -274,10 +274,10 @@ def test_the_checks_catch_what_they_are_for() -> None:
         return Import(module, target, 1, lazy, typing_only)
 
     imports = [
-        imp("dlbench.worker.experiment", "dlbench.launch.runner"),  # worker -> parent
+        imp("dlbench.worker.experiment", "dlbench.launch.sweep"),  # worker -> parent
         imp("dlbench.config.catalog", "dlbench.backends.pytorch", lazy=True),  # upward, lazy
         imp("dlbench.report.html.page", "dlbench.measure.stats", typing_only=True),
-        imp("dlbench.launch.runner", "dlbench.measure.stats"),  # the allowed exception
+        imp("dlbench.launch.sweep", "dlbench.measure.stats"),  # the allowed exception
         imp("dlbench.results.store", "dlbench.errors"),  # the shared base
         imp("dlbench.models.jax", "dlbench.models.pytorch"),  # within a package
         imp("dlbench.cli.main", "torch"),  # a framework at module level
@@ -288,7 +288,7 @@ def test_the_checks_catch_what_they_are_for() -> None:
     assert layering_violations(imports) == [
         "dlbench.config.catalog:1 -> dlbench.backends.pytorch (lazy)",
         "dlbench.report.html.page:1 -> dlbench.measure.stats (TYPE_CHECKING)",
-        "dlbench.worker.experiment:1 -> dlbench.launch.runner",
+        "dlbench.worker.experiment:1 -> dlbench.launch.sweep",
     ]
     assert framework_imports(imports) == ["dlbench.cli.main:1 -> torch"]
 
@@ -317,7 +317,7 @@ def test_importing_the_parent_side_loads_no_framework() -> None:
     after_cli, after_all = json.loads(proc.stdout)
     loaded = {name.split(".")[0] for name in after_all}
     assert not loaded & FRAMEWORKS
-    assert "dlbench.launch.runner" in after_all and "dlbench.report.html.page" in after_all
+    assert "dlbench.launch.sweep" in after_all and "dlbench.report.html.page" in after_all
     # The CLI's own start-up leaves reports (matplotlib, scipy) for the commands that
     # need them.
     assert not {name.split(".")[0] for name in after_cli} & {"matplotlib", "scipy"}

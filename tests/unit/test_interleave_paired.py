@@ -1,4 +1,4 @@
-"""Interleaved repeats (launch.interleave) and their paired comparison
+"""Interleaved repeats (launch.order) and their paired comparison
 (report.compare.paired): the order processes run in, and the statistics, with known
 answers."""
 
@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from dlbench.launch.interleave import INTERLEAVED, run_interleaved
+from dlbench.launch.launchers import Finish, LaunchContext, Launcher, ProcessLauncher
+from dlbench.launch.order import INTERLEAVED, REPEAT_ORDER_INTERLEAVED, SEQUENTIAL
 from dlbench.measure.stats import summarize_times
 from dlbench.report.compare.compare import compare_records
 from dlbench.report.compare.paired import paired_ratio, paired_values, process_medians
@@ -38,7 +39,8 @@ def test_paired_ratio_known_answers() -> None:
         paired_ratio([1.0], [1.0])
 
 
-def _record(step_ms: float, medians: list[float], order: str = INTERLEAVED) -> dict[str, Any]:
+def _record(step_ms: float, medians: list[float],
+            order: str = REPEAT_ORDER_INTERLEAVED) -> dict[str, Any]:
     times = [t for m in medians for t in (m - 0.1, m, m + 0.1)]
     mean = sum(times) / len(times)
     return {"exp.status": "ok", "exp.framework": "fake", "exp.model": "resnet50",
@@ -63,28 +65,73 @@ def test_compare_pairs_interleaved_processes_and_cancels_a_common_drift() -> Non
     assert paired_values([a], [a, b], "results.throughput") is None  # not one record a side
 
 
-def test_run_interleaved_runs_process_k_of_every_experiment_before_k_plus_1(
+class Recording(ProcessLauncher):
+    """Runs no worker: records which process ran, in order; c's second one fails."""
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, str]] = []
+
+    @classmethod
+    def create(cls, options: Mapping[str, Any], report: Any) -> Recording:
+        return cls()
+
+    def run_process(self, experiment: Mapping[str, Any], out_dir: Path, suffix: str,
+                    context: LaunchContext) -> tuple[dict[str, Any], bool]:
+        self.ran.append((str(experiment["exp.id"]), suffix))
+        ok = not (experiment["exp.id"] == "c" and suffix == ".2")
+        times = [1.0, 1.0]
+        return ({**experiment, **summarize_times(times), "results.time_data": times,
+                 "results.num_batches": 2, "exp.status": "ok" if ok else "failure",
+                 "exp.status_msg": "" if ok else "boom"}, False)
+
+
+def _batch(tmp_path: Path) -> list[tuple[int, dict[str, Any]]]:
+    return [(i, {"exp.id": name, "exp.repeat": repeat, "exp.out_dir": str(tmp_path),
+                 "exp.log_file": str(tmp_path / f"{name}.log"), "exp.cv_threshold": 0.05})
+            for i, (name, repeat) in enumerate((("a", 2), ("b", 1), ("c", 3)))]
+
+
+def test_interleaved_order_runs_process_k_of_every_experiment_before_k_plus_1(
     tmp_path: Path,
 ) -> None:
-    ran: list[tuple[str, str]] = []
-
-    def run_process(experiment: Mapping[str, Any]) -> Any:
-        def run(own: Mapping[str, Any], out_dir: Path, suffix: str) -> tuple[dict[str, Any], bool]:
-            ran.append((str(own["exp.id"]), suffix))
-            ok = not (own["exp.id"] == "c" and suffix == ".2")  # c's second process fails
-            times = [1.0, 1.0]
-            return ({**own, **summarize_times(times), "results.time_data": times,
-                     "results.num_batches": 2, "exp.status": "ok" if ok else "failure",
-                     "exp.status_msg": "" if ok else "boom"}, False)
-        return run
-
-    batch = [(i, {"exp.id": name, "exp.repeat": repeat, "exp.out_dir": str(tmp_path),
-                  "exp.log_file": str(tmp_path / f"{name}.log"), "exp.cv_threshold": 0.05})
-             for i, (name, repeat) in enumerate((("a", 2), ("b", 1), ("c", 3)))]
+    launcher = Recording()
     finished: dict[int, dict[str, Any]] = {}
-    assert not run_interleaved(batch, run_process,
-                               lambda i, record, s: finished.__setitem__(i, record))
-    assert ran == [("a", ".1"), ("b", ""), ("c", ".1"), ("a", ".2"), ("c", ".2")]
-    assert finished[0]["results.repeat_order"] == INTERLEAVED
+    finish: Finish = lambda i, record, s: finished.__setitem__(i, record)  # noqa: E731
+    assert INTERLEAVED.batch_size(launcher) > 3 and INTERLEAVED.supports(launcher)
+    assert not INTERLEAVED.launch(launcher, _batch(tmp_path), finish,
+                                  LaunchContext.quiet(print))
+    assert launcher.ran == [("a", ".1"), ("b", ""), ("c", ".1"), ("a", ".2"), ("c", ".2")]
+    assert finished[0]["results.repeat_order"] == REPEAT_ORDER_INTERLEAVED
+    assert finished[0]["results.repeat_times"] == [1.0, 1.0]
     assert finished[1]["exp.status"] == "ok" and "results.repeat_order" not in finished[1]
     assert finished[2]["exp.status_msg"] == "process 2 of 3: boom"
+    # The failed process's record is the experiment's, in its log (the last line wins).
+    assert '"process 2 of 3: boom"' in (tmp_path / "c.log").read_text()
+
+
+def test_sequential_order_runs_each_experiments_processes_in_a_row(tmp_path: Path) -> None:
+    launcher = Recording()
+    finished: dict[int, dict[str, Any]] = {}
+    assert SEQUENTIAL.batch_size(launcher) == 1
+    assert not SEQUENTIAL.launch(launcher, _batch(tmp_path),
+                                 lambda i, record, s: finished.__setitem__(i, record),
+                                 LaunchContext.quiet(print))
+    assert launcher.ran == [("a", ".1"), ("a", ".2"), ("b", ""), ("c", ".1"), ("c", ".2")]
+    assert "results.repeat_order" not in finished[0]
+    assert finished[0]["results.repeat_times"] == [1.0, 1.0]
+    assert finished[2]["exp.status_msg"] == "process 2 of 3: boom"
+
+
+def test_only_a_launcher_that_runs_processes_here_can_interleave() -> None:
+    class Elsewhere(Launcher):
+        batch_size = 7
+
+        @classmethod
+        def create(cls, options: Mapping[str, Any], report: Any) -> Elsewhere:
+            return cls()
+
+        def launch(self, batch: Any, finish: Finish, context: LaunchContext) -> bool:
+            return False
+
+    assert not INTERLEAVED.supports(Elsewhere()) and SEQUENTIAL.supports(Elsewhere())
+    assert SEQUENTIAL.batch_size(Elsewhere()) == 7

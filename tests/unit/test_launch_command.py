@@ -7,9 +7,19 @@ from typing import Any
 
 import pytest
 
-from dlbench.launch.command import torchrun_arguments, uses_torchrun, worker_argv, worker_env
+from dlbench.launch.command import (
+    WORKER_ENV_KEY,
+    note_worker_env,
+    passed_through,
+    torchrun_arguments,
+    uses_torchrun,
+    worker_argv,
+    worker_env,
+)
+from dlbench.launch.container import FORWARDED, FORWARDED_PREFIXES
 from dlbench.measure.stats import rank_results, step_times
-from dlbench.measure.sysinfo import split_cores
+from dlbench.measure.sysinfo import PERFORMANCE_ENV_VARS, split_cores
+from dlbench.results.log.parser import parse_log
 from dlbench.worker.experiment import log_path
 from tests.integration.worker import plan_one
 
@@ -94,3 +104,40 @@ def test_rank_figures() -> None:
     assert figures["results.rank_time"] == [20.0, 40.0]
     assert figures["results.rank_throughput"] == [400.0, 200.0]
     assert figures["results.rank_time_data"] == [[10.0, 30.0], [40.0, 40.0]]
+
+
+def test_the_worker_gets_the_allow_list_the_listed_names_and_dlbench_s_own(
+    tmp_path: Path,
+) -> None:
+    parent = {"PATH": "/bin", "LC_ALL": "C", "CUDA_VISIBLE_DEVICES": "1", "OMP_NUM_THREADS": "4",
+              "SLURM_JOB_ID": "7", "DLBENCH_STRICT_KEYS": "1", "AWS_SECRET_ACCESS_KEY": "s3",
+              "GITHUB_TOKEN": "t", "HF_TOKEN": "h", "TF_TOKEN_app_terraform_io": "tf",
+              "TF_VAR_password": "p", "TF_CPP_MIN_LOG_LEVEL": "2", "LCX": "not a locale",
+              "MY_FLAG": "on", "MY_OTHER": "2",
+              "MY_THIRD": "3", "DLBENCH_WORKER_ENV": " MY_FLAG,MY_OTHER  NOT_SET "}
+    assert worker_env(_plan(tmp_path), parent) == {
+        "PATH": "/bin", "LC_ALL": "C", "CUDA_VISIBLE_DEVICES": "1", "OMP_NUM_THREADS": "4",
+        "SLURM_JOB_ID": "7", "DLBENCH_STRICT_KEYS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
+        "MY_FLAG": "on", "MY_OTHER": "2",
+        "DLBENCH_WORKER_ENV": " MY_FLAG,MY_OTHER  NOT_SET ", "PYTHONUNBUFFERED": "1"}
+    # An empty list passes nothing more; nothing of the parent's is changed.
+    assert worker_env(_plan(tmp_path), {"MY_FLAG": "on", "DLBENCH_WORKER_ENV": ""}) == {
+        "DLBENCH_WORKER_ENV": "", "PYTHONUNBUFFERED": "1"}
+    assert parent["AWS_SECRET_ACCESS_KEY"] == "s3"
+
+
+def test_what_goes_into_a_container_is_on_the_allow_list() -> None:
+    # The container wrapper forwards a subset of the worker's environment: each of its
+    # names must reach the worker first, or it could never be forwarded.
+    assert [name for name in FORWARDED if not passed_through(name)] == []
+    assert all(passed_through(f"{prefix}X") for prefix in FORWARDED_PREFIXES)
+    # So must the variables the worker records as changing performance (sys.env).
+    assert [name for name in PERFORMANCE_ENV_VARS if not passed_through(name)] == []
+
+
+def test_the_names_go_in_the_log_and_parse_back(tmp_path: Path) -> None:
+    log = tmp_path / "w.log"
+    with open(log, "ab") as handle:
+        note_worker_env(handle, {"PATH": "/secret/bin", "HOME": "/home/me"})
+    assert parse_log(log)[0][WORKER_ENV_KEY] == ["HOME", "PATH"]
+    assert "/secret/bin" not in log.read_text()

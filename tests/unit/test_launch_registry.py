@@ -14,28 +14,27 @@ import pytest
 
 from dlbench.cli.main import build_parser, main
 from dlbench.launch import launchers
-from dlbench.launch.launchers import Flag
+from dlbench.launch.launchers import Finish, Flag, LaunchContext, Launcher
 from dlbench.launch.progress import Reporter
-from dlbench.launch.runner import Finish, Runner
 from dlbench.results.io import load_records
 
 FAKE = ["-P", "exp.framework=fake", "-V", "exp.replica_batch=[1, 2]"]
 
 
-class DryRun(Runner):
+class DryRun(Launcher):
     """A launcher written for this test: records every experiment as skipped, with the
     note of its ``--dryrun-note`` flag, and starts nothing."""
 
-    def __init__(self, note: str, report: Reporter) -> None:
-        super().__init__(report=report)
+    def __init__(self, note: str) -> None:
         self.note = note
 
     @classmethod
     def create(cls, options: Mapping[str, Any], report: Reporter) -> DryRun:
         """The note of ``--dryrun-note``, or a default."""
-        return cls(options.get("dryrun_note") or "dry run", report)
+        return cls(options.get("dryrun_note") or "dry run")
 
-    def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]], finish: Finish) -> bool:
+    def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]], finish: Finish,
+               context: LaunchContext) -> bool:
         """Every experiment ends at once, skipped."""
         for index, experiment in batch:
             finish(index, {**experiment, "exp.status": "skipped",

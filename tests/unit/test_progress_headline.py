@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dlbench.launch.progress import Progress, headline
-from dlbench.launch.runner import Outcome
+from dlbench.launch.sweep import Outcome
 
 REACHED = {
     "exp.status": "ok", "exp.phase": "train_to_accuracy", "exp.target_accuracy": 0.9,

@@ -15,8 +15,12 @@ import pytest
 from dlbench.config.spec import load_spec
 from dlbench.config.validate import plan_experiments
 from dlbench.launch.deadline import Deadline, timeout_bound
-from dlbench.launch.runner import Finish, Runner
+from dlbench.launch.launchers import Finish, LaunchContext, Launcher
+from dlbench.launch.local.launcher import LocalLauncher
+from dlbench.launch.order import INTERLEAVED
+from dlbench.launch.progress import Reporter
 from dlbench.launch.slurm.options import default_time_minutes
+from dlbench.launch.sweep import Sweep
 from dlbench.measure.timing import run_batches
 from dlbench.results.log.file import LogWriter
 from dlbench.results.log.progress import phase_text, rate
@@ -82,16 +86,23 @@ def test_bound_known_before_the_run_and_slurm_time_limit() -> None:
 
 
 def test_a_launcher_that_runs_workers_elsewhere_gets_the_bound_up_front() -> None:
-    class Elsewhere(Runner):  # as the Slurm launcher: its own launch(), no live progress
+    class Elsewhere(Launcher):  # as the Slurm launcher: it does not watch the workers
+        @classmethod
+        def create(cls, options: Mapping[str, Any], report: Reporter) -> Elsewhere:
+            return cls()
+
         def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]],
-                   finish: Finish) -> bool:
+                   finish: Finish, context: LaunchContext) -> bool:
             return False
 
     experiment = _plan("exp.num_warmup_batches=3", "exp.num_batches=20")
-    assert Runner()._timed(experiment) is experiment
-    assert Elsewhere()._timed(experiment)["exp.timeout"] == 2100.0
+    assert Sweep(LocalLauncher())._timed(experiment) is experiment
+    assert Sweep(Elsewhere())._timed(experiment)["exp.timeout"] == 2100.0
     fixed = _plan("exp.timeout=7")
-    assert Elsewhere()._timed(fixed) is fixed
+    assert Sweep(Elsewhere())._timed(fixed) is fixed
+    # Only a launcher that runs each process here can be told which runs next.
+    with pytest.raises(ValueError, match="Elsewhere cannot run a sweep in the interleaved"):
+        Sweep(Elsewhere(), INTERLEAVED)
 
 
 def test_phase_text_and_rate_of_progress_values() -> None:

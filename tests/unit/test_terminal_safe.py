@@ -7,7 +7,7 @@ import pytest
 
 from dlbench.cli.main import main
 from dlbench.launch.progress import Progress
-from dlbench.launch.runner import Outcome
+from dlbench.launch.sweep import Outcome
 from dlbench.results.text_table import format_table
 from dlbench.textsafe import safe_text
 

@@ -17,8 +17,9 @@ from dlbench.config.registry import varying_parameters
 from dlbench.config.spec import Sourced
 from dlbench.errors import ConfigError, PathError, UsageError
 from dlbench.launch.launchers import Launcher, launcher, launchers
-from dlbench.launch.runner import Runner
+from dlbench.launch.order import INTERLEAVED, SEQUENTIAL
 from dlbench.launch.signals import SIGUSR1_EXIT_STATUS
+from dlbench.launch.sweep import Sweep
 from dlbench.results.text_table import format_table, is_simulated
 from dlbench.suites import suite_path
 from dlbench.textsafe import safe_text
@@ -187,18 +188,18 @@ def run(args: argparse.Namespace) -> int:
     batch, which is itself a failure), 1 when one failed, 130 after Ctrl-C or SIGTERM,
     138 (128 + SIGUSR1) after a SIGUSR1 stop; 2 for a mistake in the command.
     """
-    runner = _launcher(args)
-    if getattr(args, "interleave", False):
-        if not isinstance(runner, Runner) or not runner.watches_workers:
-            raise UsageError(f"--interleave: only with --launcher local (the launcher is "
-                             f"{args.launcher})")
-        runner.interleave = True
-    experiments = planned_experiments(args, runner)
+    chosen = _launcher(args)
+    order = INTERLEAVED if getattr(args, "interleave", False) else SEQUENTIAL
+    if not order.supports(chosen):
+        raise UsageError(f"--interleave: only with --launcher local (the launcher is "
+                         f"{args.launcher})")
+    sweep = Sweep(chosen, order, _report)
+    experiments = planned_experiments(args, chosen)
     check_run_paths(experiments, args.out is not None)
     try:
-        result = runner.run(experiments)
+        result = sweep.run(experiments)
     finally:
-        runner.close()
+        sweep.close()
     records = [o.record for o in result.outcomes]
     if records:  # stopped before any experiment ended: no table, not an empty one
         optional = [c for c in OPTIONAL_RESULT_COLUMNS

@@ -60,6 +60,12 @@ def copy_count(values: Mapping[str, Any]) -> int:
     return int(value or 1)
 
 
+def repeat_count(values: Mapping[str, Any]) -> int:
+    """How many worker processes measure an experiment one after another
+    (``exp.repeat``; at least one)."""
+    return max(1, int(values.get("exp.repeat", 1) or 1))
+
+
 # N users per node: copies of an experiment run at once, each on its own share.
 PARTITION_PARAMS = [
     Param("exp.parallel_jobs", "int", 1,

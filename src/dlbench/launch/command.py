@@ -6,23 +6,73 @@ the same worker under torchrun, PyTorch's elastic launcher, which starts
 ``exp.num_local_replicas`` processes on this node and meets the other nodes at the
 rendezvous. Never a shell string: nothing in an experiment's parameters is ever
 interpreted by a shell.
+
+The worker's input is the experiment's resolved parameters, as JSON
+(:func:`write_input`). Its environment is an allow-list of the parent's
+(:func:`worker_env`, as pyperf does): what the worker, its framework and the tools that
+wrap it read (paths, locale, temporary folder, the device, thread, compiler and
+framework variables, dlbench's and Slurm's own), plus the names the user lists in
+``DLBENCH_WORKER_ENV``, plus what dlbench sets for the experiment. Anything else set in
+the parent (a token, a password) never reaches a worker. The names the worker got (never
+their values) go in its log as ``sys.worker_env`` (:func:`note_worker_env`).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from dlbench.config.catalog import FRAMEWORKS
 from dlbench.launch.container import container_argv
 from dlbench.measure.ncu import default_metrics
-from dlbench.results.log.file import LOG_FILE_ENV
+from dlbench.results.export import write_atomically
+from dlbench.results.log.file import LOG_FILE_ENV, format_line
 
-__all__ = ["LOG_FILE_ENV", "profiler_argv", "torchrun_arguments", "uses_torchrun", "worker_argv",
-           "worker_env"]
+__all__ = ["EXTRA_ENV", "LOG_FILE_ENV", "WORKER_ENV_KEY", "WORKER_ENV_NAMES",
+           "WORKER_ENV_PREFIXES", "note_worker_env", "passed_through", "profiler_argv",
+           "torchrun_arguments", "uses_torchrun", "worker_argv", "worker_env", "write_input"]
+
+#: Variables of the parent's environment the worker gets, by name: where programs and
+#: libraries are, who the user is (torch.compile names its cache folder after it), the
+#: locale, temporary files, the model caches, and what the container engines' clients
+#: read (their daemon, their configuration and cache folders).
+WORKER_ENV_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ",
+    "TMPDIR", "TMP", "TEMP", "PYTHONPATH", "PYTHONHOME", "PYTHONHASHSEED", "PYTHONUNBUFFERED",
+    "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH", "LD_PRELOAD", "MALLOC_ARENA_MAX",
+    "GPU_DEVICE_ORDINAL", "HF_HOME",
+    "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+    "CONTAINER_HOST", "CONTAINER_CONNECTION", "DBUS_SESSION_BUS_ADDRESS",
+    "APPTAINER_CACHEDIR", "APPTAINER_TMPDIR", "APPTAINER_BINDPATH",
+    "SINGULARITY_CACHEDIR", "SINGULARITY_TMPDIR", "SINGULARITY_BINDPATH",
+})
+#: ... and by prefix: the locale; the GPU's visibility and libraries (CUDA, ROCm/HIP);
+#: threads (OpenMP, MKL, OpenBLAS); the frameworks and their compilers (PyTorch,
+#: Inductor, Triton, XLA/JAX, TensorFlow's own, ONNX Runtime, oneDNN); collectives;
+#: model caches; the Nsight tools; XDG folders (caches, the rootless engines' runtime
+#: folder); Slurm's job, where Slurm starts the worker; and dlbench's own. Never a
+#: prefix that also names credentials (``HF_TOKEN``, Terraform's ``TF_TOKEN_*`` and
+#: ``TF_VAR_*``, ``APPTAINER_DOCKER_PASSWORD``): those reach a worker only when listed
+#: in ``DLBENCH_WORKER_ENV``.
+WORKER_ENV_PREFIXES = (
+    "LC_", "CUDA_", "CUDNN_", "CUBLAS_", "CUBLASLT_", "NVIDIA_", "NVTE_", "ROCM_", "ROCR_",
+    "HIP_", "HSA_", "MIOPEN_", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_",
+    "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "TRITON_", "XLA_", "JAX_",
+    "TF_CPP_", "TF_ENABLE_", "TF_FORCE_", "TF_GPU_", "TF_XLA_", "TF_NUM_", "TF_CUDNN_",
+    "TF_DETERMINISTIC_", "TF_USE_", "KERAS_", "ORT_", "ONEDNN_", "DNNL_",
+    "NCCL_", "GLOO_", "UCX_", "HF_HUB_", "HF_DATASETS_", "TRANSFORMERS_",
+    "NSYS_", "NCU_", "XDG_", "SLURM_", "DLBENCH_",
+)
+#: Where a user lists more variables to pass to the worker: names separated by commas
+#: or spaces (``DLBENCH_WORKER_ENV="WANDB_MODE MY_LIB_FLAG"``).
+EXTRA_ENV = "DLBENCH_WORKER_ENV"
+#: The record's key of the names the worker got.
+WORKER_ENV_KEY = "sys.worker_env"
 
 
 def uses_torchrun(experiment: Mapping[str, Any]) -> bool:
@@ -96,16 +146,46 @@ def profiler_argv(experiment: Mapping[str, Any], argv: list[str]) -> list[str]:
     return argv
 
 
+def passed_through(name: str, extra: frozenset[str] = frozenset()) -> bool:
+    """Whether the parent's variable ``name`` reaches the worker: on the allow-list, or
+    among the ``extra`` names the user listed.
+
+    >>> passed_through("CUDA_VISIBLE_DEVICES"), passed_through("AWS_SECRET_ACCESS_KEY")
+    (True, False)
+    """
+    return name in WORKER_ENV_NAMES or name.startswith(WORKER_ENV_PREFIXES) or name in extra
+
+
 def worker_env(
     experiment: Mapping[str, Any], base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The worker's environment: the parent's, unbuffered, so output lines reach the
-    log in the order they were written. Under torchrun each process gets its share of
-    this node's cores as its thread count (torchrun would otherwise set one thread)."""
-    env = dict(os.environ if base is None else base)
+    """The worker's environment: the variables of the parent's (``base``, default
+    ``os.environ``) that :func:`passed_through` allows, unbuffered, so output lines
+    reach the log in the order they were written. Under torchrun each process gets its
+    share of this node's cores as its thread count (torchrun would otherwise set one
+    thread)."""
+    parent = os.environ if base is None else base
+    extra = frozenset(re.split(r"[\s,]+", parent.get(EXTRA_ENV, "").strip())) - {""}
+    env = {name: value for name, value in parent.items() if passed_through(name, extra)}
     env["PYTHONUNBUFFERED"] = "1"
     if uses_torchrun(experiment) and "OMP_NUM_THREADS" not in env:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
             os.cpu_count() or 1)
         env["OMP_NUM_THREADS"] = str(max(1, cores // int(experiment["exp.num_local_replicas"])))
     return env
+
+
+def note_worker_env(log: IO[bytes], env: Mapping[str, str]) -> None:
+    """Write the names of ``env``, the environment a worker is about to start with,
+    in its log as ``sys.worker_env`` (never the values: they may carry secrets). Called
+    before the worker starts, so its own lines come after."""
+    log.write(format_line(WORKER_ENV_KEY, sorted(env)).encode("utf-8"))
+    log.flush()
+
+
+def write_input(experiment: Mapping[str, Any], out_dir: Path, suffix: str = "") -> Path:
+    """Write ``experiment`` atomically as the worker's input,
+    ``<out_dir>/experiments/<exp.id><suffix>.json``, and return its path."""
+    path = out_dir / "experiments" / f"{experiment['exp.id']}{suffix}.json"
+    write_atomically(path, json.dumps(experiment, indent=1, sort_keys=True).encode("utf-8"))
+    return path

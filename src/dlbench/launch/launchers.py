@@ -1,11 +1,20 @@
 """The launchers of ``dlbench run --launcher``, registered in one place.
 
-A launcher is a class with one entry point, :meth:`Launcher.run` (planned experiments
-in, a :class:`~dlbench.launch.runner.SweepResult` out, every record committed to its
-run directory's store), and one registration line at the end of this module: its
-name, a line of help, where the class lives, and the command-line flags it alone
-takes. The command line takes its ``--launcher`` choices, their help and those flags
-from here without importing the classes; a class is imported when it runs a sweep.
+A launcher decides where the workers of a sweep run; the sweep loop
+(:class:`~dlbench.launch.sweep.Sweep`) is given one when it is made, with an order
+(:mod:`dlbench.launch.order`), and does the rest the same way for every launcher:
+resume, the out-of-memory memo, signals, progress and the store. A launcher is a
+class with one entry point, :meth:`Launcher.launch` (a batch of experiments in, each
+one's record handed to ``finish`` as it ends), and one registration line at the end of
+this module: its name, a line of help, where the class lives, and the command-line
+flags it alone takes. The command line takes its ``--launcher`` choices, their help
+and those flags from here without importing the classes; a class is imported when it
+runs a sweep.
+
+A :class:`ProcessLauncher` runs each worker process here and waits for it (the local
+launcher): the sweep's order may then choose which process runs next (``--interleave``).
+One that runs them elsewhere (a Slurm job) is a plain :class:`Launcher` and is given
+``batch_size`` experiments at once.
 
 Wrappers of the worker command (a container image, torchrun) are not launchers: they
 change how one worker starts, under any launcher (:mod:`dlbench.launch.command`).
@@ -18,9 +27,10 @@ Adding a launcher::
         def create(cls, options, report):
             return cls()
 
-        def run(self, experiments):
-            return SweepResult([Outcome({**e, "exp.status": "skipped"}, ran=False)
-                                for e in experiments])
+        def launch(self, batch, finish, context):
+            for index, experiment in batch:
+                finish(index, {**experiment, "exp.status": "skipped"}, 0.0)
+            return False
 
     # here
     register("dryrun", "run nothing", "dlbench.launch.dryrun:DryRun")
@@ -28,20 +38,63 @@ Adding a launcher::
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-from dlbench.launch.progress import Reporter
+from dlbench.config.run_params import repeat_count
+from dlbench.launch.live import LiveStatus, Watch
+from dlbench.launch.progress import Progress, Reporter
+from dlbench.launch.records import combine_processes, write_combined
+from dlbench.launch.signals import SignalState
 from dlbench.plugins import Registry, load_class
 
-if TYPE_CHECKING:
-    from dlbench.launch.runner import SweepResult
+#: What a launcher calls with each experiment's record as it ends: its index in the
+#: plan, the record, and the seconds it ran.
+Finish = Callable[[int, dict[str, Any], float], None]
+#: Runs one worker process of an experiment: (experiment, run directory, suffix of its
+#: input file) -> (record, whether the sweep was interrupted).
+RunProcess = Callable[[Mapping[str, Any], Path, str], tuple[dict[str, Any], bool]]
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """What a launcher gets of the sweep that runs it: the live status line, the
+    sweep's progress (its titles of experiments) and its signal state (a launcher
+    that catches Ctrl-C holds the next one off while it records)."""
+
+    live: LiveStatus
+    progress: Progress | None = None
+    signals: SignalState | None = None
+
+    @classmethod
+    def quiet(cls, report: Reporter) -> LaunchContext:
+        """A context outside a sweep: no live status, no progress, no signals."""
+        return cls(LiveStatus(report, None, 0.0))
+
+    def watch(self, experiment: Mapping[str, Any],
+              workers: Sequence[tuple[Mapping[str, Any], Path]]) -> Watch:
+        """A watch on the just started workers of ``experiment`` (each one's experiment
+        and log): its live status, its silences and its exp.timeout."""
+        title = (self.progress.title(experiment) if self.progress is not None
+                 else str(experiment.get("exp.model")))
+        return Watch(self.live, title, workers)
 
 
 class Launcher(ABC):
-    """Runs a sweep's experiments somewhere, into their run directories' stores."""
+    """Starts a sweep's experiments somewhere and waits for them."""
+
+    #: How many experiments :meth:`launch` is given at once: one, so that each starts
+    #: after the one before it ended (and its out-of-memory failure can skip the next);
+    #: a launcher whose jobs queue elsewhere takes them all.
+    batch_size: int = 1
+    #: Whether the launcher waits for the workers itself, reading their progress, so
+    #: that exp.timeout=auto moves with it. One that runs them elsewhere (a Slurm job)
+    #: needs a number up front (:func:`~dlbench.launch.deadline.timeout_bound`).
+    watches_workers: bool = False
 
     @classmethod
     @abstractmethod
@@ -54,13 +107,82 @@ class Launcher(ABC):
         nor as a variable (``exp.rendezvous`` where nodes meet only once a job starts)."""
         return {}
 
+    def check(self, experiments: Sequence[Mapping[str, Any]]) -> None:  # noqa: B027
+        """Refuse, before anything runs, a sweep this launcher cannot run (nothing by
+        default)."""
+
     @abstractmethod
-    def run(self, experiments: Sequence[Mapping[str, Any]]) -> SweepResult:
-        """Run (or keep earlier results of, or skip) every experiment; outcomes in plan
-        order."""
+    def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]], finish: Finish,
+               context: LaunchContext) -> bool:
+        """Start the experiments of ``batch`` (index in the plan, experiment), wait for
+        them, and hand each one's record to ``finish`` as it ends; True when the sweep
+        was interrupted."""
 
     def close(self) -> None:  # noqa: B027  (optional: nothing to release by default)
-        """Release what the launcher holds open (stores)."""
+        """Release what the launcher holds open (a fork server)."""
+
+
+class ProcessLauncher(Launcher):
+    """A launcher that runs each worker process of an experiment here, one at a time,
+    and waits for it: the sweep's order decides which process runs next."""
+
+    watches_workers = True
+
+    @abstractmethod
+    def run_process(self, experiment: Mapping[str, Any], out_dir: Path, suffix: str,
+                    context: LaunchContext) -> tuple[dict[str, Any], bool]:
+        """Run one worker process of ``experiment`` (its input file named with
+        ``suffix``, its log ``exp.log_file``) and return its record, and True when the
+        sweep was interrupted meanwhile."""
+
+    def process_runner(self, context: LaunchContext) -> RunProcess:
+        """:meth:`run_process` within ``context``."""
+        return lambda experiment, out_dir, suffix: self.run_process(
+            experiment, out_dir, suffix, context)
+
+    def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]], finish: Finish,
+               context: LaunchContext) -> bool:
+        """Each experiment in turn, its ``exp.repeat`` processes one after another."""
+        run = self.process_runner(context)
+        for index, experiment in batch:
+            started = time.monotonic()
+            record, interrupted = run_repeats(experiment, run)
+            finish(index, record, time.monotonic() - started)
+            if interrupted:
+                return True
+        return False
+
+
+def run_repeats(experiment: Mapping[str, Any], run: RunProcess) -> tuple[dict[str, Any], bool]:
+    """``experiment`` measured by its ``exp.repeat`` processes one after another, each
+    with its own log ``<exp.log_file>.k``; ``exp.log_file`` gets the combined record. The
+    first process that does not end ok ends the experiment, with its status and reason."""
+    out_dir = Path(experiment["exp.out_dir"])
+    repeat = repeat_count(experiment)
+    if repeat <= 1:
+        return run(experiment, out_dir, "")
+    log_path = Path(experiment["exp.log_file"])
+    processes: list[dict[str, Any]] = []
+    for number in range(1, repeat + 1):
+        own = {**experiment, "exp.log_file": f"{log_path}.{number}"}
+        record, interrupted = run(own, out_dir, f".{number}")
+        if interrupted or record["exp.status"] != "ok":
+            failed = failed_repeat(record, log_path, number, repeat)
+            return failed, interrupted
+        processes.append(record)
+    combined = combine_processes(experiment, processes)
+    write_combined(log_path, combined)
+    return combined, False
+
+
+def failed_repeat(record: Mapping[str, Any], log_path: Path, number: int,
+                  repeat: int) -> dict[str, Any]:
+    """The experiment's record when its process ``number`` of ``repeat`` failed: that
+    process's, under the experiment's log (written there), its message saying which."""
+    failed = {**record, "exp.log_file": str(log_path),
+              "exp.status_msg": f"process {number} of {repeat}: {record['exp.status_msg']}"}
+    write_combined(log_path, failed)
+    return failed
 
 
 @dataclass(frozen=True)
@@ -124,9 +246,9 @@ def launcher(name: str) -> LauncherEntry:
 
 
 register("local", "one worker after another on this machine (default)",
-         "dlbench.launch.runner:Runner")
+         "dlbench.launch.local.launcher:LocalLauncher")
 register("slurm", "Slurm jobs through submitit (pip install dlbench[slurm])",
-         "dlbench.launch.slurm.launcher:SlurmRunner", (
+         "dlbench.launch.slurm.launcher:SlurmLauncher", (
              Flag("slurm-partition", "P", "partition of the jobs"),
              Flag("slurm-gres", "G", "generic resources per node, e.g. gpu:1"),
              Flag("slurm-time", "TIME", "time limit of a job, MINUTES or HH:MM:SS (default: "

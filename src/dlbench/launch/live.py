@@ -35,7 +35,7 @@ from typing import Any, TextIO, cast
 from dlbench.errors import ConfigError
 from dlbench.launch.copies.copies import wait_copies
 from dlbench.launch.deadline import Deadline
-from dlbench.launch.local import WorkerProcess
+from dlbench.launch.local.process import WorkerProcess
 from dlbench.launch.progress import Reporter, format_clock
 from dlbench.results.log.file import LINE_RE
 from dlbench.results.log.progress import PROGRESS_KEY, count, phase_text, rate

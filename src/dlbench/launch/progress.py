@@ -17,7 +17,7 @@ from dlbench.results.values import is_number
 from dlbench.textsafe import safe_text
 
 if TYPE_CHECKING:
-    from dlbench.launch.runner import Outcome
+    from dlbench.launch.sweep import Outcome
 
 Reporter = Callable[[str], None]
 

@@ -48,9 +48,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from dlbench.config.run_params import copy_count
-from dlbench.launch.command import uses_torchrun, worker_argv, worker_env
-from dlbench.launch.local import WorkerProcess, die_with_parent, start_worker
+from dlbench.config.run_params import copy_count, repeat_count
+from dlbench.launch.command import note_worker_env, uses_torchrun, worker_argv, worker_env
+from dlbench.launch.local.process import WorkerProcess, die_with_parent, start_worker
 
 __all__ = ["FORK_SAFE_MODULES", "GPU_FORK_SAFE_MODULES", "ForkServer", "ForkServerError",
            "ForkedWorker", "Forks", "gpu_visible", "unsuitable", "uses_gpu"]
@@ -104,7 +104,7 @@ def unsuitable(experiment: Mapping[str, Any], env: Mapping[str, str]) -> str:
         return "in a container"
     if uses_torchrun(experiment) or copy_count(experiment) > 1:
         return "several processes"
-    if int(experiment.get("exp.repeat", 1) or 1) > 1:
+    if repeat_count(experiment) > 1:
         # Repeats are there to draw a fresh process each (memory layout, allocator
         # state); children of one server would all start from the server's.
         return "exp.repeat > 1"
@@ -256,6 +256,7 @@ class Forks:
         ``log`` (``exp.log_file``): forked where it suits, else ``python -m
         dlbench.worker``."""
         env = worker_env(experiment)
+        note_worker_env(log, env)
         forked = self.start(experiment, exp_json, Path(log.name), env, python)
         if forked is not None:
             return forked

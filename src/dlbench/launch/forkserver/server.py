@@ -46,7 +46,7 @@ import threading
 import traceback
 from typing import Any
 
-from dlbench.launch.local import die_with_parent
+from dlbench.launch.local.process import die_with_parent
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:

@@ -1,15 +1,16 @@
 """Run a planned sweep on a Slurm cluster, through submitit: ``dlbench run --launcher slurm``.
 
-The contract is the local runner's (:class:`~dlbench.launch.runner.Runner`): the
-experiments that :func:`~dlbench.launch.runner.should_run` are run, every record goes
-into the run directory's store, one transaction per experiment, and a rerun resumes.
-Only where the workers run differs. This process (on a login node) submits the one-node
-experiments of a run directory as one job array, one array task per experiment, and each
-multi-node experiment as one job of ``exp.num_nodes`` nodes with one task per node. A
+A launcher of the sweep loop (:class:`~dlbench.launch.sweep.Sweep`), which keeps the
+contract of every launcher: the experiments that :func:`~dlbench.launch.sweep.should_run`
+are run, every record goes into the run directory's store, one transaction per
+experiment, and a rerun resumes. Only where the workers run differs. This process (on a
+login node) submits the one-node experiments of a run directory as one job array, one
+array task per experiment, and each multi-node experiment as one job of ``exp.num_nodes``
+nodes with one task per node. A
 task (:mod:`dlbench.launch.slurm.node`) runs the experiment's worker command on its node
 under ``exp.timeout``, with its output appended to the experiment's log, and returns
 exit statuses; this process polls for the results, turns each log into a record as the
-local runner does and commits it. Ctrl-C (or SIGTERM) cancels the jobs and marks the
+local launcher does; the sweep loop commits it. Ctrl-C (or SIGTERM) cancels the jobs and marks the
 experiments that had started ``interrupted``. A job that Slurm ends before it returns
 (cancelled, out of time, node failure) fails its experiment with Slurm's job state in
 ``exp.status_msg``; the sweep's other results stay.
@@ -28,17 +29,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dlbench.config.run_params import copy_count
+from dlbench.config.run_params import copy_count, repeat_count
 from dlbench.errors import ConfigError
-from dlbench.launch.records import combine_processes, write_combined
-from dlbench.launch.runner import Finish, Reporter, Runner
+from dlbench.launch.launchers import Finish, LaunchContext, Launcher, failed_repeat
+from dlbench.launch.progress import Reporter
+from dlbench.launch.records import combine_processes, worker_record, write_combined
 from dlbench.launch.slurm.node import (
     AUTO_RENDEZVOUS,
     NodeResult,
     NodeTask,
     node_log_file,
     process_experiment,
-    repeat_count,
     run_node_task,
 )
 from dlbench.launch.slurm.options import (
@@ -78,21 +79,22 @@ def _mark(record: dict[str, Any], log_path: Path, status: str, message: str) -> 
         log.write("exp.status_msg", message)
     return {**record, "exp.status": status, "exp.status_msg": message}
 
-class SlurmRunner(Runner):
-    """Runs experiments as Slurm jobs, into their run directories' stores."""
+class SlurmLauncher(Launcher):
+    """Runs experiments as Slurm jobs; the sweep loop commits their records."""
 
     def __init__(
         self, options: SlurmOptions, report: Reporter = print, python: str | None = None,
         poll_s: float = 0.5,
     ) -> None:
-        super().__init__(report=report, python=python)
+        self.report = report
+        self.python = python
         self.options = options
         self.poll_s = poll_s
         self.submitit = require_submitit()
         self._pending_told: set[tuple[str, str]] = set()
 
     @classmethod
-    def create(cls, options: Mapping[str, Any], report: Reporter) -> SlurmRunner:
+    def create(cls, options: Mapping[str, Any], report: Reporter) -> SlurmLauncher:
         """The Slurm launcher of the ``--slurm-*`` flags' values, checked."""
         return cls(slurm_options(options.get("slurm_partition"), options.get("slurm_gres"),
                                  options.get("slurm_time"),
@@ -117,7 +119,8 @@ class SlurmRunner(Runner):
                                   "allocation (salloc)")
         check_slurm(self.options)
 
-    def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]], finish: Finish) -> bool:
+    def launch(self, batch: Sequence[tuple[int, Mapping[str, Any]]], finish: Finish,
+               context: LaunchContext) -> bool:
         """Submit the experiments of ``batch`` as Slurm jobs, poll until every one has
         ended and hand each record to ``finish``; after Ctrl-C (or SIGTERM) cancel them
         and return True."""
@@ -234,7 +237,7 @@ class SlurmRunner(Runner):
         return f"Slurm job {entry.job_id} {ended}: the worker got {signal_name}"
 
     def _record_results(self, entry: SlurmJob, state: str = "") -> dict[str, Any]:
-        """The record of a job whose tasks returned, as the local runner makes it."""
+        """The record of a job whose tasks returned, as the local launcher makes it."""
         experiment = entry.experiment
         assert entry.results is not None
         failed = [r for r in entry.results if isinstance(r, str)]
@@ -249,7 +252,7 @@ class SlurmRunner(Runner):
         for number, process in enumerate(nodes[0].processes, 1):
             own, _ = process_experiment(experiment, number, repeat)
             own_log = Path(own["exp.log_file"])
-            record = self._record(own, own_log, process.returncode, process.timed_out, False)
+            record = worker_record(own, own_log, process.returncode, process.timed_out, False)
             if process.stopped_by:
                 record = _mark(record, own_log, "failure",
                                self._stop_message(entry, process.stopped_by, state))
@@ -260,11 +263,7 @@ class SlurmRunner(Runner):
             if record["exp.status"] != "ok":
                 if repeat == 1:
                     return record
-                failed_record = {**record, "exp.log_file": str(log_path),
-                                 "exp.status_msg": f"process {number} of {repeat}: "
-                                                   f"{record['exp.status_msg']}"}
-                write_combined(log_path, failed_record)
-                return failed_record
+                return failed_repeat(record, log_path, number, repeat)
             records.append(record)
         if len(records) < repeat:  # a task that returned without running every process
             return self._lost(entry, f"Slurm job {entry.job_id}: {len(records)} of {repeat} "

@@ -6,7 +6,7 @@ node. The task runs the experiment's worker command there (:func:`node_command`:
 :func:`node_experiment`) under ``exp.timeout``, with its output appended to the
 experiment's log, and returns how each worker process ended (:class:`NodeResult`).
 The records are made on the submitting side (:mod:`dlbench.launch.slurm.launcher`), from the
-logs, as the local runner makes them. Slurm's SIGTERM and submitit's SIGUSR2 stop the
+logs, as the local launcher makes them. Slurm's SIGTERM and submitit's SIGUSR2 stop the
 worker instead of requeueing the job.
 """
 
@@ -24,9 +24,15 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from dlbench.launch.command import LOG_FILE_ENV, worker_argv, worker_env
-from dlbench.launch.local import kill_worker, start_worker
-from dlbench.launch.runner import write_input
+from dlbench.config.run_params import repeat_count
+from dlbench.launch.command import (
+    LOG_FILE_ENV,
+    note_worker_env,
+    worker_argv,
+    worker_env,
+    write_input,
+)
+from dlbench.launch.local.process import kill_worker, start_worker
 
 #: exp.rendezvous of a multi-node job unless the spec gives one: host ``auto`` is the
 #: job's first node, port 0 is RENDEZVOUS_BASE_PORT plus the job id modulo
@@ -64,11 +70,6 @@ class NodeResult:
     host: str
     processes: tuple[ProcessResult, ...]
     stopped_by: str = ""  # a signal from Slurm that ended the task's work, if one did
-
-
-def repeat_count(experiment: Mapping[str, Any]) -> int:
-    """How many worker processes measure ``experiment`` one after another (exp.repeat)."""
-    return max(1, int(experiment.get("exp.repeat", 1) or 1))
 
 
 def process_experiment(
@@ -170,6 +171,7 @@ def _run_worker(
     started = time.monotonic()
     timed_out = stopped = False
     with open(log_path, "ab") as log:
+        note_worker_env(log, env)
         process = start_worker(argv, log, env)
         try:
             signals.waiting = True

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.config.run_params import repeat_count
 from dlbench.errors import ConfigError
 from dlbench.launch.deadline import timeout_bound
-from dlbench.launch.slurm.node import repeat_count
 
 INSTALL_HINT = "pip install dlbench[slurm]"
 #: Name of every job dlbench submits (``squeue --name dlbench``, ``scancel --name dlbench``).

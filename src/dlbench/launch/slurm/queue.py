@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.launch.slurm.node import NodeResult, node_log_file, process_experiment, repeat_count
+from dlbench.config.run_params import repeat_count
+from dlbench.launch.slurm.node import NodeResult, node_log_file, process_experiment
 
 #: States in which a job will not return a result: Slurm ended it.
 LOST_STATES = frozenset({"CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",

@@ -264,6 +264,10 @@ _ENVIRONMENT = [
     ResultKey("sys.worker_start", "str", "",
               "how the worker started: fresh (its own interpreter) or forked (by the "
               "fork server)", "", "first"),
+    ResultKey("sys.worker_env", "list[str]", "",
+              "names (never values) of the environment variables the worker started with: "
+              "the parent's allowed ones, those of DLBENCH_WORKER_ENV, dlbench's own",
+              "", "first"),
     ResultKey("sys.cpu_affinity", "str", "", "CPUs the worker may run on, as a list",
               "", "none"),
     ResultKey("sys.cuda_driver_version", "str", "", "CUDA version of the driver", "",
