@@ -36,12 +36,10 @@ from dlbench.launch.launchers import (
     failed_repeat,
 )
 from dlbench.launch.records import combine_processes, write_combined
+from dlbench.results.keys.table import REPEAT_ORDER_INTERLEAVED
 
 __all__ = ["INTERLEAVED", "REPEAT_ORDER_INTERLEAVED", "SEQUENTIAL", "Interleaved", "Order",
            "Sequential"]
-
-#: ``results.repeat_order`` of an experiment whose processes were interleaved.
-REPEAT_ORDER_INTERLEAVED = "interleaved"
 
 
 class Order(ABC):

@@ -20,13 +20,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dlbench.results.keys.table import REPEAT_ORDER_INTERLEAVED as INTERLEAVED
 from dlbench.results.values import is_number
 
 __all__ = ["INTERLEAVED", "is_batch_time_statistic", "paired_ratio", "paired_values",
            "process_medians"]
-
-#: ``results.repeat_order`` of a record whose processes were interleaved.
-INTERLEAVED = "interleaved"
 
 #: The results that are a statistic of one distribution of batch times (the mean, a
 #: percentile, the extremes), so that the batch times themselves are their samples; not

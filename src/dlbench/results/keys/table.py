@@ -12,7 +12,7 @@ from dlbench.results.keys.table_profile import PROFILE_KEYS
 from dlbench.results.keys.table_scenarios import GENERATE_ROWS
 from dlbench.results.keys.types import AGGREGATES, ResultKey
 
-__all__ = ["AGGREGATES", "PLACEHOLDERS", "RESULT_KEYS", "ResultKey"]
+__all__ = ["AGGREGATES", "PLACEHOLDERS", "REPEAT_ORDER_INTERLEAVED", "RESULT_KEYS", "ResultKey"]
 
 
 #: What each placeholder of a key name stands for: a regular expression.
@@ -153,13 +153,17 @@ _RANKS = [
               "each replica's batch times", "", "none"),
 ]
 
+#: ``results.repeat_order`` of an experiment whose processes were interleaved: the
+#: launcher writes it, ``dlbench compare`` pairs process k of A with process k of B on it.
+REPEAT_ORDER_INTERLEAVED = "interleaved"
+
 #: An experiment measured by several processes (``exp.repeat``), written by the runner.
 _REPEATS = [
     ResultKey("results.repeat_times", "list[float]", _MS,
               "each process's results.time", "", "none"),
     ResultKey("results.repeat_order", "str", "",
-              "interleaved: dlbench run --interleave ran process k of every experiment of "
-              "the sweep before process k+1 of any", "", "none"),
+              f"{REPEAT_ORDER_INTERLEAVED}: dlbench run --interleave ran process k of every "
+              "experiment of the sweep before process k+1 of any", "", "none"),
     ResultKey("results.repeat_time_std", "float", _MS,
               "standard deviation of the processes' results.time", ".3g", "none", better="lower"),
     ResultKey("results.repeat_cv", "float", "",
