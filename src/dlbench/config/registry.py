@@ -41,7 +41,7 @@ from dlbench.config.run_params import (
     container_image,
     parse_container_mount,
 )
-from dlbench.config.scenario_params import SCENARIO_PARAMS
+from dlbench.config.scenarios.params import SCENARIO_PARAMS
 
 __all__ = ["CONTAINER_ENGINE_COMMANDS", "PARAM_TYPES", "REGISTRY", "USER_NAMESPACE", "Param",
            "Registry", "container_image", "is_user_param", "parse_container_mount",

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.backends.base import Backend, load_backend
+from dlbench.config.scenarios.registry import issues_queries
 from dlbench.errors import WorkerError
 from dlbench.measure.loadgen.scenario import run_scenario
 from dlbench.measure.monitor import ResourceMonitor
@@ -185,7 +186,7 @@ def _auto_batch(params: Mapping[str, Any], log: LogWriter) -> dict[str, Any]:
 def _scenario_results(
     params: Mapping[str, Any], backend: Backend, progress: ProgressWriter, mark: Any,
 ) -> dict[str, Any]:
-    """``exp.scenario`` other than ``batch``: warm-up, then the load generator issues
+    """An ``exp.scenario`` that a load generator runs: warm-up, then the load generator issues
     queries (measure.loadgen.scenario); each query is one step of the backend's batch, done on
     the device before the query counts as answered."""
     warmup, _ = policies(params)
@@ -294,7 +295,7 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
             results.update(backend.finish(steps))
         elif params["exp.phase"] == "generate":  # timed token by token: worker/generate.py
             results = generate_results(params, backend, policies(params), progress, mark)
-        elif params["exp.scenario"] != "batch":
+        elif issues_queries(params["exp.scenario"]):
             results = _scenario_results(params, backend, progress, mark)
         else:
             results = _timed_results(params, backend, environment, progress, mark, str(log.path))

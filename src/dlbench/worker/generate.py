@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from dlbench.config.scenarios.registry import issues_queries
 from dlbench.errors import WorkerError
 from dlbench.measure.loadgen.results import loadgen_percentile
 from dlbench.measure.loadgen.scenario import run_scenario
@@ -175,7 +176,7 @@ def generate_results(
 
     warmup, stop = policies
     progress.enter("warmup")
-    if params["exp.scenario"] == "batch":
+    if not issues_queries(params["exp.scenario"]):
         progress.start()
         try:
             timing = run_batches(step, generator.synchronize, warmup, stop, mark=mark)
