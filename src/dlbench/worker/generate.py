@@ -128,9 +128,8 @@ def generation_results(generations: Sequence[Generation], waits_ms: Sequence[flo
 
 
 class _Requests:
-    """The backend seen as the generation loop uses it. Named ``backend`` where the
-    loop runs, so that the live progress (``worker/progress.py``, which looks the name
-    up) counts a generation as its output tokens."""
+    """The backend seen as the generation loop uses it: given to the live progress
+    (``worker/progress.py``) so that it counts a generation as its output tokens."""
 
     def __init__(self, backend: Generator, output_tokens: int) -> None:
         self.backend = backend
@@ -166,9 +165,9 @@ def generate_results(
     generator: Generator = backend
     output_tokens = int(params["exp.output_tokens"])
     requests = int(params["exp.replica_batch"])
-    # The live progress looks up the local `backend` for the unit of a batch: here a
-    # generation, counted in output tokens.
-    backend = _Requests(generator, output_tokens)
+    # The live progress counts a timed batch in the backend's unit: here a generation,
+    # counted in output tokens.
+    progress.describe(params, _Requests(generator, output_tokens))
     generations: list[Generation] = []
 
     def step(index: int) -> None:  # one generation of a full batch of requests
@@ -199,10 +198,10 @@ def generate_results(
         def serve(samples: int) -> None:  # a query is a request
             generations.append(generate(generator, samples, output_tokens))
 
-        progress.enter("timed")
-        mark("timed_start")
+        progress.enter("timed", first=num_warmup)
+        mark("timed_start", num_warmup)
         results = run_scenario(params, serve)
-        mark("timed_end")
+        mark("timed_end", num_warmup + len(generations))
         results["results.num_warmup_batches"] = num_warmup
         results["results.requests_per_s"] = results["results.throughput"]
         timed = generations
