@@ -150,7 +150,7 @@ class DlbenchSide:
         """One timed section as ``worker.experiment`` runs it; its batch times (ms)."""
         from dlbench.measure.monitor import ResourceMonitor
         from dlbench.worker.experiment import monitor_marker, timed_batches
-        from dlbench.worker.progress import ProgressWriter
+        from dlbench.worker.heartbeat import ProgressWriter
 
         params, backend = self.params, self.backend
         monitor = (ResourceMonitor(float(params.get("monitor.frequency", 0.5)))

@@ -15,7 +15,7 @@ import pytest
 from dlbench.cli.main import build_parser, main
 from dlbench.launch import launchers
 from dlbench.launch.launchers import Flag
-from dlbench.launch.progress import Reporter
+from dlbench.launch.progress_bar import Reporter
 from dlbench.launch.runner import Finish, Runner
 from dlbench.results.io import load_records
 

@@ -14,7 +14,7 @@ from dlbench.measure.timers import BatchTimer, DispatchTimer, EventTimer, HostTi
 from dlbench.measure.timing import AutoStop, AutoWarmup, run_batches
 from dlbench.results.log.file import LogWriter
 from dlbench.worker.experiment import timed_batches
-from dlbench.worker.progress import ProgressWriter
+from dlbench.worker.heartbeat import ProgressWriter
 from tests.integration.worker import plan_one
 
 

@@ -19,8 +19,8 @@ from dlbench.launch.runner import Finish, Runner
 from dlbench.launch.slurm.options import default_time_minutes
 from dlbench.measure.timing import run_batches
 from dlbench.results.log.file import LogWriter
-from dlbench.results.log.progress import phase_text, rate
-from dlbench.worker.progress import ProgressWriter
+from dlbench.results.log.progress_keys import phase_text, rate
+from dlbench.worker.heartbeat import ProgressWriter
 
 
 def _plan(*params: str) -> dict[str, Any]:

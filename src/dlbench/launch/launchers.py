@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dlbench.launch.progress import Reporter
+from dlbench.launch.progress_bar import Reporter
 from dlbench.plugins import Registry, load_class
 
 if TYPE_CHECKING:

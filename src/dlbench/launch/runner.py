@@ -53,7 +53,7 @@ from dlbench.launch.launchers import Launcher
 from dlbench.launch.live import LiveStatus, Watch, plain_seconds
 from dlbench.launch.local import WorkerProcess, kill_worker, start_worker
 from dlbench.launch.oom_memo import OOM_QUERY, OutOfMemoryMemo, skipped_record
-from dlbench.launch.progress import Progress, Reporter, stability_note
+from dlbench.launch.progress_bar import Progress, Reporter, stability_note
 from dlbench.launch.records import combine_processes, rank_logs, worker_record, write_combined
 from dlbench.launch.rundir_lock import lock_run_directories
 from dlbench.launch.signals import SignalState, hold_interrupts, sweep_signals

@@ -36,13 +36,13 @@ from dlbench.measure.stats import (
 from dlbench.measure.sysinfo import host_info, split_cores
 from dlbench.measure.timing import AutoStop, AutoWarmup, Marker, Timing, run_batches
 from dlbench.results.log.file import LOG_FILE_ENV, LogWriter
-from dlbench.results.log.progress import FAILURE_KIND_KEY, where_text
+from dlbench.results.log.progress_keys import FAILURE_KIND_KEY, where_text
 from dlbench.worker.accuracy import train_to_accuracy
 from dlbench.worker.autobatch import find_largest_batch
 from dlbench.worker.extras import measure_memory, profile_window
 from dlbench.worker.flops import flop_results, framework_source
 from dlbench.worker.generate import generate_results
-from dlbench.worker.progress import (
+from dlbench.worker.heartbeat import (
     ProgressWriter,
     batch_in_traceback,
     is_out_of_memory,

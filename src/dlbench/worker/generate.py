@@ -34,7 +34,7 @@ from dlbench.measure.loadgen.results import loadgen_percentile
 from dlbench.measure.loadgen.scenario import run_scenario
 from dlbench.measure.stats import summarize_times
 from dlbench.measure.timing import AutoStop, AutoWarmup, run_batches
-from dlbench.worker.progress import ProgressWriter
+from dlbench.worker.heartbeat import ProgressWriter
 
 __all__ = ["Generation", "Generator", "generate", "generate_results", "generation_results"]
 
@@ -129,7 +129,7 @@ def generation_results(generations: Sequence[Generation], waits_ms: Sequence[flo
 
 class _Requests:
     """The backend seen as the generation loop uses it: given to the live progress
-    (``worker/progress.py``) so that it counts a generation as its output tokens."""
+    (``worker/heartbeat.py``) so that it counts a generation as its output tokens."""
 
     def __init__(self, backend: Generator, output_tokens: int) -> None:
         self.backend = backend

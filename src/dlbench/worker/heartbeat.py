@@ -10,7 +10,7 @@ the runner reads the last progress line and says where it died; while the worker
 runs, the runner shows the lines as a live status and moves an ``auto`` timeout.
 
 Each value also says how far the phase has to go and how long it has run (the fields
-are listed in :mod:`dlbench.results.log.progress`). What that needs is given to the
+are listed in :mod:`dlbench.results.log.progress_keys`). What that needs is given to the
 writer: the experiment's parameters (batch counts, ``exp.effective_batch``) and the
 backend whose throughput unit counts a timed batch's samples, by :meth:`describe`,
 and the index of the first timed batch when the timed phase is entered (the timing
@@ -34,7 +34,7 @@ from typing import Any
 
 from dlbench.measure import timing
 from dlbench.results.log.file import LogWriter
-from dlbench.results.log.progress import PROGRESS_KEY
+from dlbench.results.log.progress_keys import PROGRESS_KEY
 
 #: The word that asks for an automatic batch count.
 AUTO = "auto"
