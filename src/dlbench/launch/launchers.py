@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dlbench.launch.progress_bar import Reporter
-from dlbench.plugins import Registry, load_class
+from dlbench.plugins import PluginRegistry, load_class
 
 if TYPE_CHECKING:
     from dlbench.launch.runner import SweepResult
@@ -94,7 +94,7 @@ class LauncherEntry:
         return load_class(self.implementation, Launcher).create(options, report)
 
 
-_REGISTRY: Registry[LauncherEntry] = Registry("launcher")
+_REGISTRY: PluginRegistry[LauncherEntry] = PluginRegistry("launcher")
 
 
 def register(

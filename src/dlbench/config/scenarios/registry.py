@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlbench.plugins import Registry
+from dlbench.plugins import PluginRegistry
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class ScenarioEntry:
         return self.implementation is not None
 
 
-_REGISTRY: Registry[ScenarioEntry] = Registry("scenario")
+_REGISTRY: PluginRegistry[ScenarioEntry] = PluginRegistry("scenario")
 
 
 def register(name: str, help: str, implementation: str | type[object] | None, *,
