@@ -54,7 +54,8 @@ class Burst(LoadScenario):
 
 @pytest.fixture
 def burst() -> Iterator[str]:
-    register("burst", "every query at once", Burst, one_sample=True)
+    register("burst", "every query at once, served one sample at a time", Burst,
+             one_sample=True)
     try:
         yield "burst"
     finally:
