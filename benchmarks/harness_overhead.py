@@ -150,13 +150,13 @@ class DlbenchSide:
         """One timed section as ``worker.experiment`` runs it; its batch times (ms)."""
         from dlbench.measure.monitor import ResourceMonitor
         from dlbench.worker.experiment import monitor_marker, timed_batches
-        from dlbench.worker.progress import ProgressWriter
+        from dlbench.worker.heartbeat import ProgressWriter
 
-        # Named as in the worker: the progress writer finds them in its caller's frames.
         params, backend = self.params, self.backend
         monitor = (ResourceMonitor(float(params.get("monitor.frequency", 0.5)))
                    if params.get("monitor.enabled", True) else None)
         progress = ProgressWriter(self.log)
+        progress.describe(params, backend)  # as the worker does once the backend is set up
         if monitor is not None:
             monitor.start()
         try:

@@ -3,14 +3,14 @@
 A plug-in (a launcher of ``dlbench run``, a report type of ``dlbench report``) is
 registered by one line under a name: an entry with a line of help and its class, or
 where to import the class from (``"package.module:Class"``) so that the command line
-lists the plug-ins without importing them. :class:`Registry` keeps the entries of one
+lists the plug-ins without importing them. :class:`PluginRegistry` keeps the entries of one
 kind of plug-in; :func:`load_class` imports a class when the plug-in is used, and
 :func:`load_attribute` any other object a module declares (a framework's
 ``FRAMEWORK``, named by its module's path).
 
 Usage::
 
-    >>> colours = Registry[str]("colour")
+    >>> colours = PluginRegistry[str]("colour")
     >>> colours.add("red", "#f00")
     '#f00'
     >>> colours.get("blue")
@@ -31,7 +31,7 @@ E = TypeVar("E")
 T = TypeVar("T")
 
 
-class Registry(Generic[E]):
+class PluginRegistry(Generic[E]):
     """Entries of one kind of plug-in by name, in registration order. ``kind`` names the
     plug-in in messages (``"launcher"``, ``"report type"``)."""
 

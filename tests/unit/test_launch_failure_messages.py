@@ -15,9 +15,9 @@ from dlbench.launch.records import _crash_message, ncu_results
 from dlbench.measure.timing import run_batches
 from dlbench.results.log.file import LogWriter
 from dlbench.results.log.parser import parse_log
-from dlbench.results.log.progress import where_text
+from dlbench.results.log.progress_keys import where_text
 from dlbench.worker.experiment import _failure_message
-from dlbench.worker.progress import (
+from dlbench.worker.heartbeat import (
     ProgressWriter,
     batch_in_traceback,
     is_out_of_memory,

@@ -15,7 +15,7 @@ import pytest
 from dlbench.cli.main import build_parser, main
 from dlbench.launch import launchers
 from dlbench.launch.launchers import Finish, Flag, LaunchContext, Launcher
-from dlbench.launch.progress import Reporter
+from dlbench.launch.progress_bar import Reporter
 from dlbench.results.io import load_records
 
 FAKE = ["-P", "exp.framework=fake", "-V", "exp.replica_batch=[1, 2]"]

@@ -135,7 +135,7 @@ def test_no_nvml_call_on_the_workers_thread_during_the_timed_section(tmp_path: P
     monitor.start()
     during: list[tuple[str, int]] = []
 
-    def mark(name: str) -> None:
+    def mark(name: str, batch: int) -> None:
         if name == "timed_start":
             nvml.calls.clear()
         monitor.mark(name)

@@ -14,7 +14,7 @@ from dlbench.measure.timers import BatchTimer, DispatchTimer, EventTimer, HostTi
 from dlbench.measure.timing import AutoStop, AutoWarmup, run_batches
 from dlbench.results.log.file import LogWriter
 from dlbench.worker.experiment import timed_batches
-from dlbench.worker.progress import ProgressWriter
+from dlbench.worker.heartbeat import ProgressWriter
 from tests.integration.worker import plan_one
 
 
@@ -183,8 +183,9 @@ def test_worker_times_the_fake_workload_with_device_events(tmp_path: Path) -> No
     backend.setup()
     marks: list[str] = []
     with LogWriter(str(tmp_path / "log.txt")) as log:
-        timing = timed_batches(backend, 2, 12, ProgressWriter(log), marks.append)
+        timing = timed_batches(backend, 2, 12, ProgressWriter(log),
+                               lambda name, batch: marks.append(f"{name}@{batch}"))
     assert timing.times_ms == [7.0] * 12
     assert timing.method == "cuda_events"
     assert backend.stream.syncs == [2, 14]  # after the warm-up and at the end
-    assert marks == ["timed_start", "timed_end"]
+    assert marks == ["timed_start@2", "timed_end@14"]

@@ -144,5 +144,9 @@ def test_markers_surround_the_timed_batches() -> None:
         events.append(f"step{index}")
         device.step(index)
 
-    run_batches(step, device.sync, 2, 2, clock=device.clock, mark=events.append)
-    assert events == ["step0", "step1", "timed_start", "step2", "step3", "timed_end"]
+    def mark(name: str, batch: int) -> None:
+        events.append(f"{name}@{batch}")
+
+    run_batches(step, device.sync, 2, 2, clock=device.clock, mark=mark)
+    # Each mark says which batch comes next: the first timed one, one past the last.
+    assert events == ["step0", "step1", "timed_start@2", "step2", "step3", "timed_end@4"]

@@ -82,7 +82,8 @@ def test_the_catalog_lists_exactly_the_jax_zoo() -> None:
 
 def test_the_task_decides_the_workload() -> None:
     kinds = {m: type(make_jax_workload(MODELS[m])).__name__ for m in JAX_MODELS}
-    assert kinds["gpt2_small"] == "CausalLMWorkload" and kinds["bert_base"] == "MaskedLMWorkload"
+    assert kinds["gpt2_small"] == "JaxCausalLMWorkload"
+    assert kinds["bert_base"] == "JaxMaskedLMWorkload"
     assert {kinds[m] for m in JAX_MODELS if MODELS[m].task == "classification"} == {
         "JaxWorkload"}
     with pytest.raises(KeyError, match="no JAX workload for task 'translation'"):
@@ -202,7 +203,7 @@ def _tensor(array: Any) -> torch.Tensor:
 def test_basic_block_computes_what_pytorchs_does() -> None:
     # PyTorch's block with its weights copied into the Flax one, in training mode:
     # the same outputs and the same running means.
-    from dlbench.models.jax.resnet import BasicBlock as FlaxBlock
+    from dlbench.models.jax.resnet import FlaxBasicBlock as FlaxBlock
     from dlbench.models.pytorch.resnet import BasicBlock, _conv1x1
 
     torch.manual_seed(0)
@@ -238,7 +239,7 @@ def test_basic_block_computes_what_pytorchs_does() -> None:
 
 @pytest.mark.parametrize("kind", ["gpt2", "bert"])
 def test_transformer_blocks_compute_what_pytorchs_do(kind: str) -> None:
-    from dlbench.models.jax.lm import TransformerBlock as FlaxBlock
+    from dlbench.models.jax.lm import FlaxTransformerBlock as FlaxBlock
     from dlbench.models.pytorch.lm import TransformerBlock
 
     gpt2 = kind == "gpt2"

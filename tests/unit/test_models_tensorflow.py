@@ -22,7 +22,7 @@ from dlbench.models.pytorch.flops import flop_formulas  # noqa: E402
 from dlbench.models.tensorflow import TENSORFLOW_BUILDERS, build_tensorflow_model  # noqa: E402
 from dlbench.models.tensorflow.flops import graph_flops  # noqa: E402
 from dlbench.models.tensorflow.layers import AdaptiveAvgPool, nhwc  # noqa: E402
-from dlbench.models.tensorflow.workloads import MaskedLMWorkload, make_workload  # noqa: E402
+from dlbench.models.tensorflow.workloads import KerasMaskedLMWorkload, make_workload  # noqa: E402
 
 # Small sizes that still exercise what differs from the published size: deep_mnist's
 # adaptive pool stretches 5x5 to 7x7, vgg16's 1x1 to 7x7; the language models keep
@@ -37,9 +37,10 @@ TENSORFLOW_MODELS = list(FRAMEWORKS["tensorflow"].models or ())
 
 def test_the_task_decides_the_workload() -> None:
     kinds = {m: type(make_workload(MODELS[m])).__name__ for m in TENSORFLOW_MODELS}
-    assert kinds["gpt2_small"] == "CausalLMWorkload" and kinds["bert_base"] == "MaskedLMWorkload"
+    assert kinds["gpt2_small"] == "KerasCausalLMWorkload"
+    assert kinds["bert_base"] == "KerasMaskedLMWorkload"
     assert {kinds[m] for m in TENSORFLOW_MODELS if MODELS[m].task == "classification"} == {
-        "Workload"}
+        "KerasWorkload"}
     with pytest.raises(KeyError, match="no TensorFlow workload for task 'gan'"):
         make_workload(MODELS["dcgan"])
 
@@ -167,11 +168,11 @@ def test_graph_flops_is_none_for_unknown_shapes() -> None:
 
 def test_masked_lm_batch_masks_fifteen_percent() -> None:
     workload = make_workload(MODELS["bert_base"], 0, 20)
-    assert isinstance(workload, MaskedLMWorkload)
+    assert isinstance(workload, KerasMaskedLMWorkload)
     inputs, targets = workload.synthetic_batch(4)
     masked = (targets >= 0).numpy()
     assert masked.sum(axis=1).tolist() == [3, 3, 3, 3]  # round(0.15 * 20)
-    assert (inputs.numpy()[masked] == MaskedLMWorkload.MASK_ID).all()
+    assert (inputs.numpy()[masked] == KerasMaskedLMWorkload.MASK_ID).all()
     assert (targets.numpy()[~masked] == -1).all()
     assert workload.throughput_unit() == ("tokens/s", 20.0)
 

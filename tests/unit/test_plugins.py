@@ -10,11 +10,11 @@ from collections.abc import Mapping
 
 import pytest
 
-from dlbench.plugins import Registry, load_class
+from dlbench.plugins import PluginRegistry, load_class
 
 
 def test_entries_come_back_in_registration_order() -> None:
-    shapes: Registry[int] = Registry("shape")
+    shapes: PluginRegistry[int] = PluginRegistry("shape")
     assert shapes.add("triangle", 3) == 3
     assert shapes.add("square", 4) == 4
     assert shapes.add("pentagon", 5) == 5
@@ -25,14 +25,14 @@ def test_entries_come_back_in_registration_order() -> None:
 
 
 def test_entries_is_a_copy() -> None:
-    shapes: Registry[int] = Registry("shape")
+    shapes: PluginRegistry[int] = PluginRegistry("shape")
     shapes.add("triangle", 3)
     shapes.entries().append(99)
     assert shapes.entries() == [3]
 
 
 def test_a_taken_name_is_refused_and_the_first_entry_kept() -> None:
-    shapes: Registry[int] = Registry("shape")
+    shapes: PluginRegistry[int] = PluginRegistry("shape")
     shapes.add("square", 4)
     with pytest.raises(ValueError) as raised:
         shapes.add("square", 40)
@@ -41,7 +41,7 @@ def test_a_taken_name_is_refused_and_the_first_entry_kept() -> None:
 
 
 def test_an_unknown_name_is_refused_with_the_accepted_names_in_order() -> None:
-    shapes: Registry[int] = Registry("polygon shape")
+    shapes: PluginRegistry[int] = PluginRegistry("polygon shape")
     shapes.add("square", 4)
     shapes.add("hexagon", 6)
     with pytest.raises(ValueError) as raised:
@@ -52,11 +52,11 @@ def test_an_unknown_name_is_refused_with_the_accepted_names_in_order() -> None:
 
 def test_an_empty_registry_says_so() -> None:
     with pytest.raises(ValueError, match=r"^unknown shape 'x'; accepted: $"):
-        Registry[int]("shape").get("x")
+        PluginRegistry[int]("shape").get("x")
 
 
 def test_remove_forgets_a_name_which_may_then_be_registered_again() -> None:
-    shapes: Registry[int] = Registry("shape")
+    shapes: PluginRegistry[int] = PluginRegistry("shape")
     shapes.add("square", 4)
     shapes.add("triangle", 3)
     shapes.remove("square")
@@ -70,8 +70,8 @@ def test_remove_forgets_a_name_which_may_then_be_registered_again() -> None:
 
 
 def test_two_registries_do_not_share_entries() -> None:
-    first: Registry[str] = Registry("colour")
-    second: Registry[str] = Registry("colour")
+    first: PluginRegistry[str] = PluginRegistry("colour")
+    second: PluginRegistry[str] = PluginRegistry("colour")
     first.add("red", "#f00")
     assert second.entries() == [] and "red" not in second
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dlbench.launch.progress import Progress, headline
+from dlbench.launch.progress_bar import Progress, headline
 from dlbench.launch.sweep import Outcome
 
 REACHED = {

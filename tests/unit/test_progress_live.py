@@ -11,7 +11,7 @@ import pytest
 
 from dlbench.errors import ConfigError
 from dlbench.launch.live import LiveStatus, LogTail, Watch, plain_seconds
-from dlbench.launch.progress import format_clock
+from dlbench.launch.progress_bar import format_clock
 from dlbench.results.log.file import LogWriter
 
 _EXP = {"exp.timeout": "auto", "exp.num_warmup_batches": 2, "exp.num_batches": 10,

@@ -18,13 +18,13 @@ from dlbench.launch.deadline import Deadline, timeout_bound
 from dlbench.launch.launchers import Finish, LaunchContext, Launcher
 from dlbench.launch.local.launcher import LocalLauncher
 from dlbench.launch.order import INTERLEAVED
-from dlbench.launch.progress import Reporter
+from dlbench.launch.progress_bar import Reporter
 from dlbench.launch.slurm.options import default_time_minutes
 from dlbench.launch.sweep import Sweep
 from dlbench.measure.timing import run_batches
 from dlbench.results.log.file import LogWriter
-from dlbench.results.log.progress import phase_text, rate
-from dlbench.worker.progress import ProgressWriter
+from dlbench.results.log.progress_keys import phase_text, rate
+from dlbench.worker.heartbeat import ProgressWriter
 
 
 def _plan(*params: str) -> dict[str, Any]:
@@ -122,17 +122,17 @@ def test_phase_text_and_rate_of_progress_values() -> None:
 
 
 def test_worker_writes_totals_elapsed_and_samples(tmp_path: Path) -> None:
-    """The progress thread reads what the phase runs from its caller's frames (the
-    experiment's params and backend, the loop's num_warmup), as the worker runs it."""
+    """The progress writer is told what the phases run (the experiment's params and
+    backend, and the first timed batch by the loop's mark), as the worker runs it."""
 
     class Backend:
         def throughput_unit(self) -> tuple[str, float]:
             return "tokens/s", 8.0
 
-    def run(params: dict[str, Any], backend: Backend, writer: ProgressWriter) -> None:
-        def mark(name: str) -> None:
+    def run(writer: ProgressWriter) -> None:
+        def mark(name: str, batch: int) -> None:
             if name == "timed_start":
-                writer.enter("timed")
+                writer.enter("timed", first=batch)
 
         writer.enter("warmup")
         writer.start()
@@ -144,7 +144,9 @@ def test_worker_writes_totals_elapsed_and_samples(tmp_path: Path) -> None:
     path = tmp_path / "x.log"
     params = {"exp.num_warmup_batches": 2, "exp.num_batches": 6, "exp.effective_batch": 4}
     with LogWriter(path) as log:
-        run(params, Backend(), ProgressWriter(log, interval=0.03))
+        writer = ProgressWriter(log, interval=0.03)
+        writer.describe(params, Backend())
+        run(writer)
     values = [json.loads(line.split("=", 1)[1]) for line in path.read_text().splitlines()]
     assert values[0] == {"phase": "warmup", "elapsed": 0.0, "done": 0, "total": 2}
     timed = [v for v in values if v["phase"] == "timed"]

@@ -14,7 +14,7 @@ from dlbench.report.charts.charts import (
     CI_LABEL,
     PNG_KEY,
     SD_LABEL,
-    Series,
+    ChartSeries,
     build_series,
     draw_chart,
     render_chart,
@@ -43,19 +43,19 @@ def test_categorical_x_is_drawn_as_unconnected_points() -> None:
 
 
 @pytest.mark.parametrize(("chart", "series"), [
-    ("line", [Series("one point", [8], [5.0], None)]),
-    ("line", [Series("at zero", [1, 2], [0.0, 1000.0], None)]),
-    ("line", [Series("near zero", [1, 2, 3], [0.5, 1000.0, 2000.0], [0.0, 50.0, 0.0])]),
-    ("bar", [Series("negative", ["a", "b"], [-3.0, 2.0], [0.5, 0.0])]),
-    ("line", [Series("flat", [1, 2], [7.0, 7.0], None, ci=[(1.0, 2.0), None])]),
+    ("line", [ChartSeries("one point", [8], [5.0], None)]),
+    ("line", [ChartSeries("at zero", [1, 2], [0.0, 1000.0], None)]),
+    ("line", [ChartSeries("near zero", [1, 2, 3], [0.5, 1000.0, 2000.0], [0.0, 50.0, 0.0])]),
+    ("bar", [ChartSeries("negative", ["a", "b"], [-3.0, 2.0], [0.5, 0.0])]),
+    ("line", [ChartSeries("flat", [1, 2], [7.0, 7.0], None, ci=[(1.0, 2.0), None])]),
 ])
-def test_every_point_lies_inside_the_axes(chart: str, series: list[Series]) -> None:
+def test_every_point_lies_inside_the_axes(chart: str, series: list[ChartSeries]) -> None:
     drawn = draw_chart(series, chart=chart, ylabel="y")
     assert chart_problems(drawn) == []
 
 
 def test_a_point_on_the_edge_is_found() -> None:
-    drawn = draw_chart([Series("s", [1, 2], [1.0, 2.0], None)], ylabel="y")
+    drawn = draw_chart([ChartSeries("s", [1, 2], [1.0, 2.0], None)], ylabel="y")
     drawn.panels[0].axes.set_ylim(0.0, 2.0)  # what autoscaling without a margin does
     assert chart_problems(drawn) == ["point (2, 2) lies on or past the top edge of the axes 'y'"]
 
@@ -64,7 +64,7 @@ LONG = "exp.model={}, exp.image_size=112, exp.dtype=bfloat16, pytorch.compile=tr
 
 
 def test_the_legend_of_long_labels_lies_inside_the_image() -> None:
-    series = [Series(LONG.format(m), [1, 2], [float(i), float(i + 1)], None)
+    series = [ChartSeries(LONG.format(m), [1, 2], [float(i), float(i + 1)], None)
               for i, m in enumerate(("resnet18", "resnet50", "alexnet", "vgg16", "bert"))]
     drawn = draw_chart(series, title="t", xlabel="exp.replica_batch", ylabel="y")
     figure = drawn.figure

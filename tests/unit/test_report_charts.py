@@ -14,7 +14,7 @@ from dlbench.errors import ResultsError
 from dlbench.report.charts.charts import (
     SD_LABEL,
     ChartError,
-    Series,
+    ChartSeries,
     axis_label,
     build_series,
     draw_chart,
@@ -171,8 +171,8 @@ def test_a_key_no_record_has_is_named_with_the_closest(x: str, y: str, message: 
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
-SERIES = [Series("a", [1, 2, 4], [1.0, 1.9, 3.5], [0.0, 0.1, 0.2]),
-          Series("b", [1, 2], [1.0, 1.5], None)]
+SERIES = [ChartSeries("a", [1, 2, 4], [1.0, 1.9, 3.5], [0.0, 0.1, 0.2]),
+          ChartSeries("b", [1, 2], [1.0, 1.5], None)]
 
 
 @pytest.mark.parametrize(("fmt", "chart", "check"), [
@@ -188,7 +188,7 @@ def test_render_formats(fmt: str, chart: str, check: Any) -> None:
 
 
 def test_render_string_x_gives_the_same_bytes_twice() -> None:
-    series = [Series("m", ["vgg16", "alexnet"], [2.0, 3.0], None)]
+    series = [ChartSeries("m", ["vgg16", "alexnet"], [2.0, 3.0], None)]
     for fmt in ("svg", "pdf", "png"):
         # No date, fixed ids: charts committed to a repository do not churn.
         first = render_chart(series, fmt=fmt)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dlbench.cli.main import main
-from dlbench.launch.progress import Progress
+from dlbench.launch.progress_bar import Progress
 from dlbench.launch.sweep import Outcome
 from dlbench.results.text_table import format_table
 from dlbench.textsafe import safe_text

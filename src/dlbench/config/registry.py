@@ -41,10 +41,10 @@ from dlbench.config.run_params import (
     container_image,
     parse_container_mount,
 )
-from dlbench.config.scenario_params import SCENARIO_PARAMS
+from dlbench.config.scenarios.params import SCENARIO_PARAMS
 
 __all__ = ["CONTAINER_ENGINE_COMMANDS", "PARAM_TYPES", "REGISTRY", "USER_NAMESPACE", "Param",
-           "Registry", "container_image", "is_user_param", "parse_container_mount",
+           "ParameterRegistry", "container_image", "is_user_param", "parse_container_mount",
            "register_framework", "register_model", "unregister_framework",
            "unregister_model", "varying_parameters"]
 
@@ -52,7 +52,7 @@ __all__ = ["CONTAINER_ENGINE_COMMANDS", "PARAM_TYPES", "REGISTRY", "USER_NAMESPA
 USER_NAMESPACE = "user."
 
 
-class Registry:
+class ParameterRegistry:
     """A set of declared parameters, looked up by name."""
 
     def __init__(self, params: Iterable[Param]) -> None:
@@ -343,7 +343,7 @@ def _all_params() -> list[Param]:
 
 
 #: The registry every part of dlbench uses.
-REGISTRY = Registry(_all_params())
+REGISTRY = ParameterRegistry(_all_params())
 
 
 def register_framework(info: FrameworkInfo | str) -> FrameworkInfo:

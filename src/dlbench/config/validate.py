@@ -28,7 +28,7 @@ from dlbench.config.registry import (
     parse_container_mount,
 )
 from dlbench.config.resolve import Resolver, own_parameters
-from dlbench.config.scenario_params import check_scenario
+from dlbench.config.scenarios.params import check_scenario
 from dlbench.config.spec import Source, SweepSpec, describe
 from dlbench.config.validate_logs import RUN_DIR_FILES, check_log_files
 from dlbench.errors import ConfigError

@@ -2,7 +2,7 @@
 
 A number is a fixed limit in seconds from the worker's start (0: none). ``auto`` (the
 default) scales with what the experiment asks for, and moves as the worker reports
-its progress (``results.progress``, :mod:`dlbench.results.log.progress`):
+its progress (``results.progress``, :mod:`dlbench.results.log.progress_keys`):
 
 1. Before a batch time is known: :data:`SETUP_S` for set-up (framework import, model
    build) plus :data:`FIRST_BATCH_S` for the first batch (where compilation happens):
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.results.log.progress import count, number
+from dlbench.results.log.progress_keys import count, number
 
 #: The word that asks for the scaling timeout.
 AUTO = "auto"

@@ -47,10 +47,10 @@ from typing import Any
 
 from dlbench.config.run_params import repeat_count
 from dlbench.launch.live import LiveStatus, Watch
-from dlbench.launch.progress import Progress, Reporter
+from dlbench.launch.progress_bar import Progress, Reporter
 from dlbench.launch.records import combine_processes, write_combined
 from dlbench.launch.signals import SignalState
-from dlbench.plugins import Registry, load_class
+from dlbench.plugins import PluginRegistry, load_class
 
 #: What a launcher calls with each experiment's record as it ends: its index in the
 #: plan, the record, and the seconds it ran.
@@ -216,7 +216,7 @@ class LauncherEntry:
         return load_class(self.implementation, Launcher).create(options, report)
 
 
-_REGISTRY: Registry[LauncherEntry] = Registry("launcher")
+_REGISTRY: PluginRegistry[LauncherEntry] = PluginRegistry("launcher")
 
 
 def register(

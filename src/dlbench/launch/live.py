@@ -1,7 +1,7 @@
 """What a running experiment is doing, while it runs: a live status from its log.
 
 The worker writes ``results.progress`` lines into its log as it goes
-(:mod:`dlbench.worker.progress`). While the runner waits for a worker it reads the
+(:mod:`dlbench.worker.heartbeat`). While the runner waits for a worker it reads the
 lines added since its last look (:class:`LogTail`; the log is append-only and
 flushed) and shows them (:class:`LiveStatus`)::
 
@@ -14,7 +14,7 @@ CI) it is printed as a plain line once the experiment has run
 at each phase change; ``DLBENCH_PROGRESS_SECONDS=0`` prints none. A worker that has
 written no progress line for a while (:meth:`Deadline.silence_limit
 <dlbench.launch.deadline.Deadline.silence_limit>`) is named once, on a line of its
-own. The end-of-experiment line (:mod:`dlbench.launch.progress`) is unchanged.
+own. The end-of-experiment line (:mod:`dlbench.launch.progress_bar`) is unchanged.
 
 :class:`Watch` does this for the worker processes of one experiment (several for
 ``exp.parallel_jobs``, shown as one line: the copy furthest behind and the copies'
@@ -36,9 +36,9 @@ from dlbench.errors import ConfigError
 from dlbench.launch.copies.copies import wait_copies
 from dlbench.launch.deadline import Deadline
 from dlbench.launch.local.process import WorkerProcess
-from dlbench.launch.progress import Reporter, format_clock
+from dlbench.launch.progress_bar import Reporter, format_clock
 from dlbench.results.log.file import LINE_RE
-from dlbench.results.log.progress import PROGRESS_KEY, count, phase_text, rate
+from dlbench.results.log.progress_keys import PROGRESS_KEY, count, phase_text, rate
 from dlbench.textsafe import safe_text
 
 #: Environment variable: seconds between two plain progress lines when the output is

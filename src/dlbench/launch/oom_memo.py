@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dlbench.config.identity import identity_parameters
-from dlbench.results.log.progress import FAILURE_KIND_KEY
+from dlbench.results.log.progress_keys import FAILURE_KIND_KEY
 
 #: Parameters that define the measurement but not the memory it needs.
 _NOT_MEMORY = frozenset({

@@ -16,7 +16,7 @@ from dlbench.measure.stability import repeat_verdict
 from dlbench.results.keys.lookup import KEY_PREFIXES
 from dlbench.results.log.file import LINE_RE, LogWriter
 from dlbench.results.log.parser import parse_log
-from dlbench.results.log.progress import FAILURE_KIND_KEY, PROGRESS_KEY, where_text
+from dlbench.results.log.progress_keys import FAILURE_KIND_KEY, PROGRESS_KEY, where_text
 
 #: Lines of the worker's own output quoted in ``exp.status_msg`` after a crash.
 OUTPUT_TAIL_LINES = 3

@@ -35,7 +35,7 @@ from dlbench.launch.launchers import LaunchContext, Launcher
 from dlbench.launch.live import LiveStatus, plain_seconds
 from dlbench.launch.oom_memo import OOM_QUERY, OutOfMemoryMemo, skipped_record
 from dlbench.launch.order import SEQUENTIAL, Order
-from dlbench.launch.progress import Progress, Reporter
+from dlbench.launch.progress_bar import Progress, Reporter
 from dlbench.launch.records import write_combined
 from dlbench.launch.rundir_lock import lock_run_directories
 from dlbench.launch.signals import sweep_signals

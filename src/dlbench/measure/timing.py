@@ -34,8 +34,9 @@ from dlbench.measure.stats import ci95_half_width, mean
 from dlbench.measure.timers import BatchTimer, Clock, HostTimer, Step, Sync
 
 #: Called with ``"timed_start"`` and ``"timed_end"`` around the timed batches (the
-#: resource monitor takes a sample there); never inside a timed interval.
-Marker = Callable[[str], None]
+#: resource monitor takes a sample there), and the index of the batch that comes next
+#: (the first timed one; one past the last); never inside a timed interval.
+Marker = Callable[[str, int], None]
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def run_batches(
         timer = HostTimer(synchronize, clock)
     num_warmup, warmup_times, capped = _warm_up(step, synchronize, warmup, timer)
     if mark is not None:
-        mark("timed_start")
+        mark("timed_start", num_warmup)
     times: list[float] = []
     began = clock()
     if isinstance(stop, int):
@@ -163,7 +164,7 @@ def run_batches(
     times.extend(timer.read())  # the end: the one wait for the device a fixed count has
     elapsed = (clock() - began) / 1e9
     if mark is not None:
-        mark("timed_end")
+        mark("timed_end", num_warmup + len(times))
     return Timing(times, num_warmup, reason, warmup_times, capped, elapsed, timer.method)
 
 

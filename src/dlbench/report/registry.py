@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dlbench.plugins import Registry, load_class
+from dlbench.plugins import PluginRegistry, load_class
 
 if TYPE_CHECKING:
     from dlbench.report.cells import Report
@@ -65,7 +65,7 @@ class ReportTypeEntry:
         return load_class(self.implementation, ReportType)()
 
 
-_REGISTRY: Registry[ReportTypeEntry] = Registry("report type")
+_REGISTRY: PluginRegistry[ReportTypeEntry] = PluginRegistry("report type")
 
 
 def register(name: str, help: str, implementation: str | type[ReportType]) -> ReportTypeEntry:

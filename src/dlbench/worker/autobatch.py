@@ -2,7 +2,7 @@
 
 Probing runs in the worker's own process: each probe sets the backend up at one
 batch size, runs ``exp.auto_batch_steps`` steps and tears it down; running out of
-memory (:func:`dlbench.worker.progress.is_out_of_memory`: a ``MemoryError``, CUDA's
+memory (:func:`dlbench.worker.heartbeat.is_out_of_memory`: a ``MemoryError``, CUDA's
 out-of-memory error) is caught and counts as "does not fit", any other error ends the
 experiment. A caught out-of-memory error leaves the process usable (the allocator
 frees the failed step's tensors once the error is dropped), so probing in the worker
@@ -19,7 +19,7 @@ from typing import Any
 
 from dlbench.backends.base import load_backend
 from dlbench.errors import WorkerError
-from dlbench.worker.progress import is_out_of_memory
+from dlbench.worker.heartbeat import is_out_of_memory
 
 __all__ = ["find_largest_batch", "largest_batch", "probe_batch"]
 

@@ -9,7 +9,6 @@ to what it had reached.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.backends.base import Backend, load_backend
+from dlbench.config.scenarios.registry import issues_queries
 from dlbench.errors import WorkerError
 from dlbench.measure.loadgen.scenario import run_scenario
 from dlbench.measure.monitor import ResourceMonitor
@@ -36,13 +36,13 @@ from dlbench.measure.stats import (
 from dlbench.measure.sysinfo import host_info, split_cores
 from dlbench.measure.timing import AutoStop, AutoWarmup, Marker, Timing, run_batches
 from dlbench.results.log.file import LOG_FILE_ENV, LogWriter
-from dlbench.results.log.progress import FAILURE_KIND_KEY, where_text
+from dlbench.results.log.progress_keys import FAILURE_KIND_KEY, where_text
 from dlbench.worker.accuracy import train_to_accuracy
 from dlbench.worker.autobatch import find_largest_batch
 from dlbench.worker.extras import measure_memory, profile_window
 from dlbench.worker.flops import flop_results, framework_source
 from dlbench.worker.generate import generate_results
-from dlbench.worker.progress import (
+from dlbench.worker.heartbeat import (
     ProgressWriter,
     batch_in_traceback,
     is_out_of_memory,
@@ -183,38 +183,40 @@ def _auto_batch(params: Mapping[str, Any], log: LogWriter) -> dict[str, Any]:
 
 
 def _scenario_results(
-    params: Mapping[str, Any], backend: Backend, progress: ProgressWriter, mark: Any,
+    params: Mapping[str, Any], backend: Backend, progress: ProgressWriter, mark: Marker,
 ) -> dict[str, Any]:
-    """``exp.scenario`` other than ``batch``: warm-up, then the load generator issues
+    """An ``exp.scenario`` that a load generator runs: warm-up, then the load generator issues
     queries (measure.loadgen.scenario); each query is one step of the backend's batch, done on
     the device before the query counts as answered."""
     warmup, _ = policies(params)
     progress.enter("warmup")
     warm = run_batches(backend.step, backend.synchronize, warmup, 0)
-    steps = itertools.count(warm.num_warmup)
+    next_step = warm.num_warmup
 
     def serve(samples: int) -> None:  # a short batch is served as a full one (padding)
-        backend.step(next(steps))
+        nonlocal next_step
+        backend.step(next_step)
+        next_step += 1
         backend.synchronize()
 
-    progress.enter("timed")
-    mark("timed_start")
+    progress.enter("timed")  # queries, not batches: no count of batches done
+    mark("timed_start", next_step)
     results = run_scenario(params, serve)
-    mark("timed_end")
+    mark("timed_end", next_step)
     progress.enter("finish")
     unit, per_sample = backend.throughput_unit()
     results["results.throughput"] = float(results["results.throughput"]) * per_sample
     results["results.throughput_unit"] = unit
-    results.update(backend.finish(next(steps)))
+    results.update(backend.finish(next_step))
     return results
 
 
 def monitor_marker(progress: ProgressWriter, monitor: ResourceMonitor | None) -> Marker:
     """The timing loop's ``mark``: the progress writer enters the timed phase, and the
     monitor takes a sample at the timed section's start and end."""
-    def mark(name: str) -> None:  # called by the timing loop outside timed intervals
+    def mark(name: str, batch: int) -> None:  # called outside timed intervals
         if name == "timed_start":
-            progress.enter("timed")
+            progress.enter("timed", first=batch)
         if monitor is not None:
             monitor.mark(name)
     return mark
@@ -225,7 +227,7 @@ def timed_batches(
     progress: ProgressWriter, mark: Marker,
 ) -> Timing:
     """The warm-up and timed batches of ``backend``, with the progress writer looking on
-    (it finds the experiment's ``params`` in its callers' frames)."""
+    (told the experiment's parameters beforehand, :meth:`ProgressWriter.describe`)."""
     progress.enter("warmup")
     progress.start()
     try:
@@ -283,6 +285,7 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
             params = _auto_batch(params, log)
         backend = load_backend(backend_params(params))
         backend.setup()
+        progress.describe(params, backend)
         own_environment = backend.environment()
         log.write_many(own_environment)
         environment = {**host, **own_environment}
@@ -294,7 +297,7 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
             results.update(backend.finish(steps))
         elif params["exp.phase"] == "generate":  # timed token by token: worker/generate.py
             results = generate_results(params, backend, policies(params), progress, mark)
-        elif params["exp.scenario"] != "batch":
+        elif issues_queries(params["exp.scenario"]):
             results = _scenario_results(params, backend, progress, mark)
         else:
             results = _timed_results(params, backend, environment, progress, mark, str(log.path))

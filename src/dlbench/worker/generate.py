@@ -28,12 +28,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from dlbench.config.scenarios.registry import issues_queries
 from dlbench.errors import WorkerError
 from dlbench.measure.loadgen.results import loadgen_percentile
 from dlbench.measure.loadgen.scenario import run_scenario
 from dlbench.measure.stats import summarize_times
 from dlbench.measure.timing import AutoStop, AutoWarmup, run_batches
-from dlbench.worker.progress import ProgressWriter
+from dlbench.worker.heartbeat import ProgressWriter
 
 __all__ = ["Generation", "Generator", "generate", "generate_results", "generation_results"]
 
@@ -127,9 +128,8 @@ def generation_results(generations: Sequence[Generation], waits_ms: Sequence[flo
 
 
 class _Requests:
-    """The backend seen as the generation loop uses it. Named ``backend`` where the
-    loop runs, so that the live progress (``worker/progress.py``, which looks the name
-    up) counts a generation as its output tokens."""
+    """The backend seen as the generation loop uses it: given to the live progress
+    (``worker/heartbeat.py``) so that it counts a generation as its output tokens."""
 
     def __init__(self, backend: Generator, output_tokens: int) -> None:
         self.backend = backend
@@ -165,9 +165,9 @@ def generate_results(
     generator: Generator = backend
     output_tokens = int(params["exp.output_tokens"])
     requests = int(params["exp.replica_batch"])
-    # The live progress looks up the local `backend` for the unit of a batch: here a
-    # generation, counted in output tokens.
-    backend = _Requests(generator, output_tokens)
+    # The live progress counts a timed batch in the backend's unit: here a generation,
+    # counted in output tokens.
+    progress.describe(params, _Requests(generator, output_tokens))
     generations: list[Generation] = []
 
     def step(index: int) -> None:  # one generation of a full batch of requests
@@ -175,7 +175,7 @@ def generate_results(
 
     warmup, stop = policies
     progress.enter("warmup")
-    if params["exp.scenario"] == "batch":
+    if not issues_queries(params["exp.scenario"]):
         progress.start()
         try:
             timing = run_batches(step, generator.synchronize, warmup, stop, mark=mark)
@@ -198,10 +198,10 @@ def generate_results(
         def serve(samples: int) -> None:  # a query is a request
             generations.append(generate(generator, samples, output_tokens))
 
-        progress.enter("timed")
-        mark("timed_start")
+        progress.enter("timed", first=num_warmup)
+        mark("timed_start", num_warmup)
         results = run_scenario(params, serve)
-        mark("timed_end")
+        mark("timed_end", num_warmup + len(generations))
         results["results.num_warmup_batches"] = num_warmup
         results["results.requests_per_s"] = results["results.throughput"]
         timed = generations

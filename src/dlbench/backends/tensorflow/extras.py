@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from dlbench.backends.trace_summary import RawEvent, new_traces, operator_events, summarize
 from dlbench.errors import WorkerError
-from dlbench.models.tensorflow.workloads import Batch, Workload
+from dlbench.models.tensorflow.workloads import Batch, KerasWorkload
 
 __all__ = ["TensorFlowExtras", "tensor_bytes", "variables_bytes"]
 
@@ -107,7 +107,7 @@ class TensorFlowExtras:
     training: bool
     model: Any
     optimizer: Any
-    workload: Workload
+    workload: KerasWorkload
     batch: Batch
     strategy: tf.distribute.Strategy | None
     _trace_dir: Path | None = None

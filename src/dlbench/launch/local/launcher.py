@@ -41,7 +41,7 @@ from dlbench.launch.forkserver.client import ForkedWorker, Forks
 from dlbench.launch.launchers import LaunchContext, ProcessLauncher
 from dlbench.launch.live import Watch
 from dlbench.launch.local.process import WorkerProcess, kill_worker, start_worker
-from dlbench.launch.progress import Reporter
+from dlbench.launch.progress_bar import Reporter
 from dlbench.launch.records import rank_logs, worker_record, write_combined
 from dlbench.launch.signals import hold_interrupts
 

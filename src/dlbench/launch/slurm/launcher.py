@@ -32,7 +32,7 @@ from typing import Any
 from dlbench.config.run_params import copy_count, repeat_count
 from dlbench.errors import ConfigError
 from dlbench.launch.launchers import Finish, LaunchContext, Launcher, failed_repeat
-from dlbench.launch.progress import Reporter
+from dlbench.launch.progress_bar import Reporter
 from dlbench.launch.records import combine_processes, worker_record, write_combined
 from dlbench.launch.slurm.node import (
     AUTO_RENDEZVOUS,

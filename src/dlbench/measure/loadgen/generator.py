@@ -4,19 +4,12 @@ A scenario decides when queries are issued to the system under test and how each
 query's latency is counted; the system is one callable, ``serve(samples)``, which
 returns when that many samples are done (the worker passes a closure running the
 backend's step and synchronising the device). Everything is timed here, once,
-outside the backends.
-
-- ``single_stream``: one query of one sample at a time, the next one when the
-  previous completes; latency = that query's time.
-- ``multi_stream``: the same, with ``samples_per_query`` samples per query.
-- ``server``: queries of one sample arrive as a Poisson process at ``target_qps``
-  (:func:`poisson_schedule`, seeded). A dynamic batcher, as Triton's and
-  TorchServe's, serves what is queued as one batch of at most ``max_batch``,
-  holding the oldest query at most ``max_queue_delay_s`` for company. A query's
-  latency runs from its *scheduled* arrival, not from when the issuer got to it, so
-  a slow system cannot hide its queue (no coordinated omission).
-- ``offline``: every sample is there from the start; batches of ``max_batch`` back
-  to back; the figure is samples per second.
+outside the backends. Each scenario is a module of
+:mod:`dlbench.measure.loadgen.scenarios`, found by its name (:func:`run`); this
+module holds what they share: the clocks, the settings and measurements of a run,
+and the server's Poisson schedule and dynamic batcher (:func:`serve_schedule`), where
+a query's latency runs from its *scheduled* arrival, not from when the issuer got to
+it, so a slow system cannot hide its queue (no coordinated omission).
 
 The issuer is single-threaded and runs in real time: it waits (:class:`RealClock`)
 until the next arrival or the batcher's deadline, then serves. With a
@@ -39,8 +32,8 @@ from typing import Protocol
 
 import numpy as np
 
-#: The scenarios of ``exp.scenario`` this module runs (``batch`` is the timing loop's).
-SCENARIOS = ("single_stream", "multi_stream", "server", "offline")
+from dlbench.config.scenarios.registry import issues_queries, scenario_names
+from dlbench.measure.loadgen.scenarios.base import load_scenario
 
 #: The system under test: serve this many samples, return when they are done.
 Serve = Callable[[int], None]
@@ -126,10 +119,10 @@ class ScenarioSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.scenario not in SCENARIOS:
-            raise ValueError(f"scenario {self.scenario!r} is not one of {SCENARIOS}")
-        if self.scenario == "server" and not self.target_qps > 0:
-            raise ValueError(f"server needs a target QPS > 0, not {self.target_qps}")
+        if not issues_queries(self.scenario):
+            accepted = tuple(n for n in scenario_names() if issues_queries(n))
+            raise ValueError(f"scenario {self.scenario!r} is not one of {accepted}")
+        load_scenario(self.scenario).check(self)
         if self.min_queries < 1 or self.max_batch < 1 or self.samples_per_query < 1:
             raise ValueError("min_queries, max_batch and samples_per_query must be >= 1")
 
@@ -167,8 +160,9 @@ class ScenarioRun:
 
     @property
     def queries(self) -> int:
-        """Queries completed (offline: samples, as LoadGen counts them)."""
-        return self.samples if self.settings.scenario == "offline" else len(self.latencies)
+        """Queries completed, as the scenario counts them (offline: samples, as LoadGen
+        does)."""
+        return load_scenario(self.settings.scenario).queries(self)
 
 
 def poisson_schedule(qps: float, count: int, seed: int) -> np.ndarray:
@@ -204,49 +198,7 @@ def server_query_count(settings: ScenarioSettings) -> int:
 def run(settings: ScenarioSettings, serve: Serve, clock: Clock | None = None) -> ScenarioRun:
     """Run the scenario of ``settings`` against ``serve``; real time by default."""
     clock = clock if clock is not None else RealClock()
-    if settings.scenario == "server":
-        return _run_server(settings, serve, clock)
-    if settings.scenario == "offline":
-        return _run_offline(settings, serve, clock)
-    return _run_streams(settings, serve, clock)
-
-
-def _run_streams(settings: ScenarioSettings, serve: Serve, clock: Clock) -> ScenarioRun:
-    """single_stream and multi_stream: a query when the previous one is done."""
-    size = settings.samples_per_query if settings.scenario == "multi_stream" else 1
-    result = ScenarioRun(settings)
-    start = clock.now()
-    while True:
-        issued = clock.now()
-        serve(size)
-        done = clock.now()
-        result.latencies.append(done - issued)
-        result.service.append(done - issued)
-        result.batch_sizes.append(size)
-        result.last_start = issued - start
-        if (len(result.latencies) >= settings.min_queries
-                and result.last_start >= settings.min_duration_s):
-            break
-    result.planned = len(result.latencies)
-    result.end = done - start
-    return result
-
-
-def _run_offline(settings: ScenarioSettings, serve: Serve, clock: Clock) -> ScenarioRun:
-    """offline: every sample is queued at the start; full batches back to back until
-    ``min_queries`` samples and ``min_duration_s`` seconds."""
-    result = ScenarioRun(settings)
-    start = clock.now()
-    done = start
-    while result.samples < settings.min_queries or done - start < settings.min_duration_s:
-        began = clock.now()
-        serve(settings.max_batch)
-        done = clock.now()
-        result.service.append(done - began)
-        result.batch_sizes.append(settings.max_batch)
-    result.planned = result.samples
-    result.end = result.last_start = done - start
-    return result
+    return load_scenario(settings.scenario).issue(settings, serve, clock)
 
 
 def _lost_at(settings: ScenarioSettings, planned: int) -> int | None:
@@ -256,13 +208,6 @@ def _lost_at(settings: ScenarioSettings, planned: int) -> int | None:
     if settings.latency_bound_s <= 0:
         return None
     return planned - math.floor(planned * settings.percentile / 100.0 + 1e-9)
-
-
-def _run_server(settings: ScenarioSettings, serve: Serve, clock: Clock) -> ScenarioRun:
-    """server: Poisson arrivals, a dynamic batcher, latency from scheduled arrival."""
-    count = server_query_count(settings)
-    schedule = poisson_schedule(settings.target_qps, count, settings.seed)
-    return serve_schedule(settings, schedule.tolist(), serve, clock)
 
 
 def serve_schedule(settings: ScenarioSettings, arrivals: Sequence[float], serve: Serve,

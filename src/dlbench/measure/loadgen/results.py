@@ -25,8 +25,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.measure.loadgen.early_stopping import bound_holds, min_queries, percentile_estimate
+from dlbench.measure.loadgen.early_stopping import bound_holds, percentile_estimate
 from dlbench.measure.loadgen.generator import ScenarioRun
+from dlbench.measure.loadgen.scenarios.base import load_scenario
 
 _MS = 1000.0
 
@@ -49,32 +50,22 @@ def loadgen_percentile(values: Sequence[float], q: float) -> float:
 def validity(run: ScenarioRun) -> list[str]:
     """Why ``run`` is not valid, one sentence per failed rule; empty when it is."""
     s = run.settings
+    scenario = load_scenario(s.scenario)
     reasons = []
     if run.queries < s.min_queries:
-        unit = "samples" if s.scenario == "offline" else "queries"
-        reasons.append(f"ran {run.queries} {unit}, fewer than the {s.min_queries} "
-                       f"exp.scenario_min_queries asks for")
+        reasons.append(f"ran {run.queries} {scenario.counted}, fewer than the "
+                       f"{s.min_queries} exp.scenario_min_queries asks for")
     if run.last_start < s.min_duration_s:
-        what = {"server": "the last query completed was scheduled",
-                "offline": "the last sample completed"}.get(s.scenario, "the last query "
-                                                                      "was issued")
-        reasons.append(f"{what} at {run.last_start:.3f} s, before the "
+        reasons.append(f"{scenario.last_start_text} at {run.last_start:.3f} s, before the "
                        f"{s.min_duration_s:g} s exp.scenario_min_duration asks for")
     if not run.latencies:
         return reasons
-    fraction = s.percentile / 100.0
-    if s.scenario == "server" and s.latency_bound_s > 0:
-        reasons += _bound_reasons(run)
-    elif s.scenario in ("single_stream", "multi_stream") and (
-            percentile_estimate(run.latencies, fraction) is None):
-        reasons.append(f"early stopping: an estimate of the {s.percentile:g}th percentile "
-                       f"needs at least {min_queries(1, fraction)} queries, and "
-                       f"{len(run.latencies)} ran")
-    return reasons
+    return reasons + scenario.latency_reasons(run)
 
 
-def _bound_reasons(run: ScenarioRun) -> list[str]:
-    """The server's latency bound: the percentile under it, then early stopping."""
+def bound_reasons(run: ScenarioRun) -> list[str]:
+    """Why ``run`` breaks its latency bound (the server's): the percentile over it, or
+    too few queries for early stopping to be confident it is under."""
     s = run.settings
     value = loadgen_percentile(run.latencies, s.percentile)
     bound_ms = s.latency_bound_s * _MS
@@ -99,15 +90,13 @@ def summarize(run: ScenarioRun) -> dict[str, Any]:
     """The ``results.*`` of one run: latencies (ms), rates, every raw figure they come
     from, and the validity verdict."""
     s = run.settings
+    scenario = load_scenario(s.scenario)
     results: dict[str, Any] = {"results.queries": run.queries,
                                "results.timed_seconds": run.end}
     if run.end > 0:
         results["results.throughput"] = run.samples / run.end
-        completed = run.queries - 1 if s.scenario == "server" else run.queries
-        # Server: LoadGen's (n - 1) / end, the last arrival closing the time range.
-        results["results.qps_achieved"] = completed / run.end
-    if s.scenario == "server":
-        results["results.qps_target"] = s.target_qps
+        results["results.qps_achieved"] = scenario.completed_for_rate(run) / run.end
+    results.update(scenario.rate_results(run))
     lat = run.latencies
     if lat:
         results["results.latency_mean"] = math.fsum(lat) / len(lat) * _MS
@@ -115,15 +104,14 @@ def summarize(run: ScenarioRun) -> dict[str, Any]:
             results[f"results.latency_p{q}"] = loadgen_percentile(lat, q) * _MS
         results["results.latency_max"] = max(lat) * _MS
         results["results.latency_at_percentile"] = loadgen_percentile(lat, s.percentile) * _MS
-        if s.scenario in ("single_stream", "multi_stream"):
+        if scenario.estimates_percentile:
             estimate = percentile_estimate(lat, s.percentile / 100.0)
             results["results.latency_early_stop"] = (
                 None if estimate is None else estimate * _MS)
         results["results.latency_data"] = _ms(lat)
     if run.waits:
         results["results.wait_mean"] = math.fsum(run.waits) / len(run.waits) * _MS
-    if s.scenario in ("server", "offline"):
-        # Streams serve one query per call: their service times are the latencies.
+    if scenario.keeps_service:
         results["results.service_data"] = _ms(run.service)
         results["results.batch_data"] = list(run.batch_sizes)
     reasons = validity(run)

@@ -13,31 +13,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.measure.loadgen.early_stopping import min_queries
 from dlbench.measure.loadgen.generator import Clock, RealClock, ScenarioSettings, Serve, run
 from dlbench.measure.loadgen.peak_search import find_peak_qps, start_qps
 from dlbench.measure.loadgen.results import probe_summary, summarize
+from dlbench.measure.loadgen.scenarios.base import LOADGEN_MIN_QUERIES, load_scenario
 
 AUTO = "auto"
 
-#: LoadGen's default latency percentile per scenario (test_settings.h).
-DEFAULT_PERCENTILE = {"single_stream": 90.0, "multi_stream": 99.0, "server": 99.0,
-                      "offline": 99.0}
-
-#: LoadGen's default min_query_count (test_settings.h); ``auto`` raises it to what
-#: early stopping needs.
-LOADGEN_MIN_QUERIES = 100
+__all__ = ["LOADGEN_MIN_QUERIES", "default_min_queries", "run_scenario",
+           "settings_from_params"]
 
 
 def default_min_queries(scenario: str, percentile: float) -> int:
-    """``exp.scenario_min_queries=auto``: LoadGen's 100, raised for the streams to the
-    queries an early-stopping estimate of the percentile needs (662 at the 99th: the
-    multi-stream count of MLPerf's configuration), and for the server to those a run
-    with no query over the bound needs (459 at the 99th)."""
-    if scenario == "offline":
-        return LOADGEN_MIN_QUERIES
-    overs = 0 if scenario == "server" else 1
-    return max(LOADGEN_MIN_QUERIES, min_queries(overs, percentile / 100.0))
+    """``exp.scenario_min_queries=auto`` for ``scenario`` at ``percentile`` (percent):
+    LoadGen's 100, raised for the streams to the queries an early-stopping estimate of
+    the percentile needs (662 at the 99th: the multi-stream count of MLPerf's
+    configuration), and for the server to those a run with no query over the bound
+    needs (459 at the 99th); each scenario says which
+    (:meth:`~dlbench.measure.loadgen.scenarios.base.LoadScenario.default_min_queries`)."""
+    return load_scenario(scenario).default_min_queries(percentile)
 
 
 def settings_from_params(params: Mapping[str, Any], target_qps: float | None = None
@@ -45,7 +39,8 @@ def settings_from_params(params: Mapping[str, Any], target_qps: float | None = N
     """The settings of ``params`` (an experiment's resolved parameters); a server's
     rate is ``target_qps`` when given (the peak search's placeholder)."""
     scenario = str(params["exp.scenario"])
-    percentile = (DEFAULT_PERCENTILE[scenario] if params["exp.latency_percentile"] == AUTO
+    percentile = (load_scenario(scenario).default_percentile
+                  if params["exp.latency_percentile"] == AUTO
                   else float(params["exp.latency_percentile"]))
     count = (default_min_queries(scenario, percentile)
              if params["exp.scenario_min_queries"] == AUTO

@@ -70,7 +70,7 @@ def _classifier(x: Any, dropout: float, num_classes: int, std: float | None, tra
                     kernel_init=normal_init(std))(x)
 
 
-class GoogLeNet(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
+class FlaxGoogLeNet(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
     """GoogLeNet with batch norm, without auxiliary classifiers."""
 
     num_classes: int
@@ -83,7 +83,7 @@ class GoogLeNet(nn.Module):  # type: ignore[misc]  # flax is not type-checked (s
         return _classifier(x, 0.2, self.num_classes, 0.01, train, self.dtype)
 
 
-class Inception3(nn.Module):  # type: ignore[misc]
+class FlaxInception3(nn.Module):  # type: ignore[misc]
     """Inception-v3 with its auxiliary classifier, which runs in training only, its
     logits weighted 0.4 into the output (as the PyTorch definition does)."""
 
@@ -109,7 +109,7 @@ class Inception3(nn.Module):  # type: ignore[misc]
         return logits + 0.4 * aux if train else logits
 
 
-class Inception4(nn.Module):  # type: ignore[misc]
+class FlaxInception4(nn.Module):  # type: ignore[misc]
     """Inception-v4: stem, 4 x A, reduction A, 7 x B, reduction B, 3 x C, classifier."""
 
     num_classes: int
@@ -125,15 +125,15 @@ class Inception4(nn.Module):  # type: ignore[misc]
 def googlenet(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """GoogLeNet as torchvision's ``googlenet(aux_logits=False)``: 6,624,904 parameters
     at 3 channels and 1000 classes."""
-    return GoogLeNet(num_classes, dtype)
+    return FlaxGoogLeNet(num_classes, dtype)
 
 
 def inception3(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """Inception-v3 with its auxiliary head: 27,161,264 parameters at 3 channels and
     1000 classes."""
-    return Inception3(num_classes, dtype)
+    return FlaxInception3(num_classes, dtype)
 
 
 def inception4(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """Inception-v4: 42,679,816 parameters at 3 channels and 1000 classes."""
-    return Inception4(num_classes, dtype)
+    return FlaxInception4(num_classes, dtype)

@@ -29,7 +29,7 @@ def _dense(features: int, dtype: Any, std: float = 0.02, name: str | None = None
                     kernel_init=normal_init(std))
 
 
-class TransformerBlock(nn.Module):  # type: ignore[misc]  # flax is not type-checked
+class FlaxTransformerBlock(nn.Module):  # type: ignore[misc]  # flax is not type-checked
     """Self-attention and a GELU MLP, each with a residual and dropout."""
 
     dim: int
@@ -82,7 +82,7 @@ def _embed(count: int, dim: int, dtype: Any, name: str) -> nn.Embed:
                     embedding_init=_NORMAL, name=name)
 
 
-class BertMaskedLM(nn.Module):  # type: ignore[misc]
+class FlaxBertMaskedLM(nn.Module):  # type: ignore[misc]
     """BERT with its masked-LM head, as ``BertForMaskedLM``: no pooler; the decoder
     shares the word embeddings and has its own bias."""
 
@@ -104,7 +104,7 @@ class BertMaskedLM(nn.Module):  # type: ignore[misc]
         x = nn.LayerNorm(1e-12, dtype=self.dtype, param_dtype=jnp.float32, name="embed_norm")(x)
         x = nn.Dropout(0.1, deterministic=not train)(x)
         for index in range(self.layers):
-            x = TransformerBlock(self.dim, self.heads, 4 * self.dim, pre_norm=False,
+            x = FlaxTransformerBlock(self.dim, self.heads, 4 * self.dim, pre_norm=False,
                                  causal=False, eps=1e-12, tanh_gelu=False, dtype=self.dtype,
                                  name=f"block{index}")(x, train)
         x = nn.gelu(_dense(self.dim, self.dtype, name="head_dense")(x), approximate=False)
@@ -113,7 +113,7 @@ class BertMaskedLM(nn.Module):  # type: ignore[misc]
         return word.attend(x) + bias.astype(self.dtype)
 
 
-class GPT2(nn.Module):  # type: ignore[misc]
+class FlaxGPT2(nn.Module):  # type: ignore[misc]
     """GPT-2: pre-norm blocks, tanh GELU, a final LayerNorm, and the output projection
     tied to the token embeddings."""
 
@@ -133,7 +133,7 @@ class GPT2(nn.Module):  # type: ignore[misc]
         x = nn.Dropout(0.1, deterministic=not train)(x)
         out_std = 0.02 / math.sqrt(2 * self.layers)
         for index in range(self.layers):
-            x = TransformerBlock(self.dim, self.heads, 4 * self.dim, pre_norm=True,
+            x = FlaxTransformerBlock(self.dim, self.heads, 4 * self.dim, pre_norm=True,
                                  causal=True, eps=1e-5, tanh_gelu=True, out_std=out_std,
                                  dtype=self.dtype, name=f"block{index}")(x, train)
         x = nn.LayerNorm(1e-5, dtype=self.dtype, param_dtype=jnp.float32, name="norm")(x)
@@ -142,10 +142,10 @@ class GPT2(nn.Module):  # type: ignore[misc]
 
 def bert_base(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """BERT-base for sequences of ``input_shape == (T,)`` over ``num_classes`` token ids."""
-    return BertMaskedLM(vocab_size=num_classes, max_positions=max(512, input_shape[0]),
+    return FlaxBertMaskedLM(vocab_size=num_classes, max_positions=max(512, input_shape[0]),
                         dtype=dtype)
 
 
 def gpt2_small(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """GPT-2 small (124M) for sequences of ``input_shape == (T,)``."""
-    return GPT2(vocab_size=num_classes, max_positions=max(1024, input_shape[0]), dtype=dtype)
+    return FlaxGPT2(vocab_size=num_classes, max_positions=max(1024, input_shape[0]), dtype=dtype)

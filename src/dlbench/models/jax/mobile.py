@@ -30,7 +30,7 @@ def _conv_bn(x: Any, out: int, train: bool, dtype: Any, kernel: int = 1, stride:
     return jnp.clip(x, 0.0, 6.0) if relu6 else x
 
 
-class MobileNetV2(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
+class FlaxMobileNetV2(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
     """Stem 3x3/2 to 32 channels, 17 inverted residual blocks, 1x1 to 1280, classifier."""
 
     num_classes: int
@@ -58,4 +58,4 @@ class MobileNetV2(nn.Module):  # type: ignore[misc]  # flax is not type-checked 
 
 def mobilenet_v2(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """MobileNetV2 (width 1.0): 3,504,872 parameters at 3 channels, 1000 classes."""
-    return MobileNetV2(num_classes, dtype)
+    return FlaxMobileNetV2(num_classes, dtype)

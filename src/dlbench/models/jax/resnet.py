@@ -30,7 +30,7 @@ def _batch_norm(train: bool, dtype: Any, name: str | None = None) -> nn.BatchNor
     return batch_norm(train, dtype, name=name)
 
 
-class BasicBlock(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
+class FlaxBasicBlock(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
     """Two 3x3 convolutions and a shortcut (ResNet-18 and -34)."""
 
     planes: int
@@ -51,7 +51,7 @@ class BasicBlock(nn.Module):  # type: ignore[misc]  # flax is not type-checked (
         return nn.relu(out + identity)
 
 
-class Bottleneck(nn.Module):  # type: ignore[misc]
+class FlaxBottleneck(nn.Module):  # type: ignore[misc]
     """1x1 reduce, 3x3 (strided: v1.5), 1x1 expand (x4) and a shortcut (ResNet-50)."""
 
     planes: int
@@ -74,12 +74,12 @@ class Bottleneck(nn.Module):  # type: ignore[misc]
         return nn.relu(out + identity)
 
 
-class ResNet(nn.Module):  # type: ignore[misc]
+class FlaxResNet(nn.Module):  # type: ignore[misc]
     """Stem (7x7/2 convolution, batch norm, ReLU, 3x3/2 max pool), four stages of 64,
     128, 256 and 512 planes (all but the first halve the resolution), global average
     pool, fc."""
 
-    block: type[BasicBlock] | type[Bottleneck]
+    block: type[FlaxBasicBlock] | type[FlaxBottleneck]
     layers: Sequence[int]
     num_classes: int
     dtype: Any = jnp.float32
@@ -105,7 +105,7 @@ class ResNet(nn.Module):  # type: ignore[misc]
 def _resnet(model_id: str, num_classes: int, dtype: Any) -> nn.Module:
     """The ResNet of ``model_id``, its blocks per stage from ``RESNET_STAGES``."""
     bottleneck, layers = RESNET_STAGES[model_id]
-    return ResNet(Bottleneck if bottleneck else BasicBlock, layers, num_classes, dtype)
+    return FlaxResNet(FlaxBottleneck if bottleneck else FlaxBasicBlock, layers, num_classes, dtype)
 
 
 def resnet18(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:

@@ -23,7 +23,7 @@ from dlbench.models.jax.layers import (
 from dlbench.models.layouts import VGG_CONFIGS
 
 
-class AlexNetOWT(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
+class FlaxAlexNetOWT(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
     """64 11x11/4, 192 5x5, 384, 256, 256 3x3 convolutions with ReLU, three 3x3/2 max
     pools, an adaptive 6x6 average pool (the identity at 224 px), dropout, fc 4096,
     dropout, fc 4096, fc ``num_classes``: 61,100,840 parameters at 3 channels, 1000
@@ -63,7 +63,7 @@ def fc_head(x: Any, hidden1: int, hidden2: int, num_classes: int, train: bool,
     return torch_dense(num_classes, hidden2, dtype)(x)
 
 
-class AlexNet(nn.Module):  # type: ignore[misc]
+class FlaxAlexNet(nn.Module):  # type: ignore[misc]
     """Caffe's bvlc_alexnet: 96 11x11/4, 256 5x5 (two groups), 384 3x3, 384 and 256 3x3
     (two groups) convolutions with ReLU, LRN after the first two, 3x3/2 max pools
     rounding up, an adaptive 6x6 average pool, fc 4096, fc 4096, fc ``num_classes``."""
@@ -87,7 +87,7 @@ class AlexNet(nn.Module):  # type: ignore[misc]
         return fc_head(x, 4096, 4096, self.num_classes, train, d)
 
 
-class OverFeat(nn.Module):  # type: ignore[misc]
+class FlaxOverFeat(nn.Module):  # type: ignore[misc]
     """OverFeat's fast model: 96 11x11/4, 256 5x5, 512, 1024, 1024 3x3 convolutions with
     ReLU, 2x2 max pools after the first, second and fifth, an adaptive 6x6 average
     pool, fc 3072, fc 4096, fc ``num_classes``."""
@@ -123,7 +123,7 @@ class AcousticModel(nn.Module):  # type: ignore[misc]
         return torch_dense(self.num_classes, 2048, self.dtype)(x)
 
 
-class VGG(nn.Module):  # type: ignore[misc]
+class FlaxVGG(nn.Module):  # type: ignore[misc]
     """3x3 convolutions with bias and ReLU, 2x2 max pools, an adaptive 7x7 average pool
     (the identity at 224 px), fc 4096, fc 4096 (each with ReLU and dropout 0.5), fc
     ``num_classes``; torchvision's initialisation."""
@@ -156,37 +156,37 @@ class VGG(nn.Module):  # type: ignore[misc]
 
 def alexnet_owt(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """AlexNet "one weird trick" for ``(C, H, W)`` samples."""
-    return AlexNetOWT(num_classes, dtype)
+    return FlaxAlexNetOWT(num_classes, dtype)
 
 
 def vgg11(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """VGG-11 (configuration A): 132,863,336 parameters at 3 channels, 1000 classes."""
-    return VGG(VGG_CONFIGS["vgg11"], num_classes, dtype)
+    return FlaxVGG(VGG_CONFIGS["vgg11"], num_classes, dtype)
 
 
 def vgg13(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """VGG-13 (configuration B): 133,047,848 parameters at 3 channels, 1000 classes."""
-    return VGG(VGG_CONFIGS["vgg13"], num_classes, dtype)
+    return FlaxVGG(VGG_CONFIGS["vgg13"], num_classes, dtype)
 
 
 def vgg16(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """VGG-16 (configuration D): 138,357,544 parameters at 3 channels, 1000 classes."""
-    return VGG(VGG_CONFIGS["vgg16"], num_classes, dtype)
+    return FlaxVGG(VGG_CONFIGS["vgg16"], num_classes, dtype)
 
 
 def vgg19(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """VGG-19 (configuration E): 143,667,240 parameters at 3 channels, 1000 classes."""
-    return VGG(VGG_CONFIGS["vgg19"], num_classes, dtype)
+    return FlaxVGG(VGG_CONFIGS["vgg19"], num_classes, dtype)
 
 
 def alexnet(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """Caffe's AlexNet: 60,965,224 parameters at 3 channels, 1000 classes."""
-    return AlexNet(num_classes, dtype)
+    return FlaxAlexNet(num_classes, dtype)
 
 
 def overfeat(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """OverFeat (fast): 145,920,872 parameters at 3 channels, 1000 classes."""
-    return OverFeat(num_classes, dtype)
+    return FlaxOverFeat(num_classes, dtype)
 
 
 def acoustic_model(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:

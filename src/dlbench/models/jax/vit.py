@@ -35,7 +35,7 @@ def _positions(table: Any, height: int, width: int) -> Any:
     return jnp.concatenate([table[:, :1], grid.reshape(1, height * width, -1)], axis=1)
 
 
-class EncoderBlock(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
+class FlaxEncoderBlock(nn.Module):  # type: ignore[misc]  # flax is not type-checked (see pyproject)
     """Pre-norm: ``x + attention(ln(x))``, then ``x + mlp(ln(x))``."""
 
     dtype: Any = jnp.float32
@@ -55,7 +55,7 @@ class EncoderBlock(nn.Module):  # type: ignore[misc]  # flax is not type-checked
         return x + nn.Dense(_DIM, **dense)(y)
 
 
-class VisionTransformer(nn.Module):  # type: ignore[misc]
+class FlaxVisionTransformer(nn.Module):  # type: ignore[misc]
     """Patch embedding, class token, position embedding, encoder, head on the class
     token."""
 
@@ -78,7 +78,7 @@ class VisionTransformer(nn.Module):  # type: ignore[misc]
                              x.reshape(batch, height * width, _DIM)], axis=1)
         x = x + _positions(table, height, width).astype(d)
         for _ in range(_LAYERS):
-            x = EncoderBlock(d)(x)
+            x = FlaxEncoderBlock(d)(x)
         x = nn.LayerNorm(1e-6, dtype=d, param_dtype=jnp.float32)(x)
         return nn.Dense(self.num_classes, dtype=d, param_dtype=jnp.float32,
                         kernel_init=nn.initializers.zeros)(x[:, 0])
@@ -87,4 +87,4 @@ class VisionTransformer(nn.Module):  # type: ignore[misc]
 def vit_b16(input_shape: tuple[int, ...], num_classes: int, dtype: Any) -> nn.Module:
     """ViT-B/16: 86,567,656 parameters at 3 channels and 1000 classes, at any image
     size."""
-    return VisionTransformer(num_classes, dtype)
+    return FlaxVisionTransformer(num_classes, dtype)

@@ -76,7 +76,7 @@ class JaxWorkload:
         return self.info.unit, 1.0
 
 
-class CausalLMWorkload(JaxWorkload):
+class JaxCausalLMWorkload(JaxWorkload):
     """Next-token prediction at every position (GPT-2); throughput in tokens."""
 
     def _vocab(self) -> int:
@@ -105,7 +105,7 @@ class CausalLMWorkload(JaxWorkload):
         return "tokens/s", float(self.sample_shape[0])
 
 
-class MaskedLMWorkload(CausalLMWorkload):
+class JaxMaskedLMWorkload(JaxCausalLMWorkload):
     """BERT's masked-LM objective: a fixed 15 % of the positions of each sequence (at
     least one) replaced by ``[MASK]`` and predicted; -100 elsewhere."""
 
@@ -129,8 +129,8 @@ class MaskedLMWorkload(CausalLMWorkload):
 #: Task (``ModelInfo.task``) → its workload, for the tasks of the JAX zoo's models.
 _WORKLOADS: dict[str, type[JaxWorkload]] = {
     "classification": JaxWorkload,
-    "causal_lm": CausalLMWorkload,
-    "masked_lm": MaskedLMWorkload,
+    "causal_lm": JaxCausalLMWorkload,
+    "masked_lm": JaxMaskedLMWorkload,
 }
 
 

@@ -25,7 +25,7 @@ def _normal(std: float = 0.02) -> keras.initializers.Initializer:
     return keras.initializers.RandomNormal(0.0, std)
 
 
-class TransformerBlock(keras.layers.Layer):  # type: ignore[misc]  # keras is not type-checked
+class KerasTransformerBlock(keras.layers.Layer):  # type: ignore[misc]  # keras is not type-checked
     """Self-attention and a GELU MLP, each with a residual; post-norm (BERT) or
     pre-norm (GPT-2)."""
 
@@ -93,7 +93,7 @@ def _tied_logits(x: tf.Tensor, embeddings: Any) -> tf.Tensor:
     return tf.einsum("btd,vd->btv", x, table)
 
 
-class BertMaskedLM(keras.Model):  # type: ignore[misc]
+class KerasBertMaskedLM(keras.Model):  # type: ignore[misc]
     """BERT with its masked-LM head, as ``BertForMaskedLM``: no pooler; the decoder
     shares the word embeddings and has its own bias."""
 
@@ -112,7 +112,7 @@ class BertMaskedLM(keras.Model):  # type: ignore[misc]
         self.embed_norm = keras.layers.LayerNormalization(epsilon=1e-12)
         self.dropout = keras.layers.Dropout(0.1)
         self.blocks = [
-            TransformerBlock(dim, heads, 4 * dim, pre_norm=False, causal=False, eps=1e-12,
+            KerasTransformerBlock(dim, heads, 4 * dim, pre_norm=False, causal=False, eps=1e-12,
                              approximate_gelu=False)
             for _ in range(layers)
         ]
@@ -143,7 +143,7 @@ class BertMaskedLM(keras.Model):  # type: ignore[misc]
         return _tied_logits(x, self.word.embeddings) + tf.cast(self.head_bias, x.dtype)
 
 
-class GPT2(keras.Model):  # type: ignore[misc]
+class KerasGPT2(keras.Model):  # type: ignore[misc]
     """GPT-2: pre-norm blocks, tanh GELU, a final LayerNorm, and the output projection
     tied to the token embeddings."""
 
@@ -159,7 +159,7 @@ class GPT2(keras.Model):  # type: ignore[misc]
         # GPT-2 scales the projections into the residual stream by 1/sqrt(2 * layers).
         residual_std = 0.02 / math.sqrt(2 * layers)
         self.blocks = [
-            TransformerBlock(dim, heads, 4 * dim, pre_norm=True, causal=True, eps=1e-5,
+            KerasTransformerBlock(dim, heads, 4 * dim, pre_norm=True, causal=True, eps=1e-5,
                              approximate_gelu=True, residual_std=residual_std)
             for _ in range(layers)
         ]
@@ -191,13 +191,13 @@ def _built(model: keras.Model, input_shape: tuple[int, ...]) -> keras.Model:
 def bert_base(input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
     """BERT-base for sequences of ``input_shape == (T,)`` over ``num_classes`` token ids;
     the position table grows past 512 only for longer sequences."""
-    model = BertMaskedLM(vocab_size=num_classes, max_positions=max(512, input_shape[0]),
+    model = KerasBertMaskedLM(vocab_size=num_classes, max_positions=max(512, input_shape[0]),
                          name="bert_base")
     return _built(model, input_shape)
 
 
 def gpt2_small(input_shape: tuple[int, ...], num_classes: int) -> keras.Model:
     """GPT-2 small (124M) for sequences of ``input_shape == (T,)``."""
-    model = GPT2(vocab_size=num_classes, max_positions=max(1024, input_shape[0]),
+    model = KerasGPT2(vocab_size=num_classes, max_positions=max(1024, input_shape[0]),
                  name="gpt2_small")
     return _built(model, input_shape)

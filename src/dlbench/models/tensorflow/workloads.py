@@ -27,7 +27,7 @@ from dlbench.models.tensorflow.layers import nhwc
 Batch = tuple[tf.Tensor, tf.Tensor]
 
 
-class Workload:
+class KerasWorkload:
     """Classification: inputs ``normal(B, *shape)``, labels ``uniform[0, classes)``,
     softmax cross-entropy. Subclasses override what differs."""
 
@@ -62,7 +62,7 @@ class Workload:
         return self.info.unit, 1.0
 
 
-class CausalLMWorkload(Workload):
+class KerasCausalLMWorkload(KerasWorkload):
     """Next-token prediction over every position (GPT-2): the classifier's loss over
     ``(B, T, vocab)`` logits; throughput in tokens."""
 
@@ -81,7 +81,7 @@ class CausalLMWorkload(Workload):
         return "tokens/s", float(self.input_shape[0])
 
 
-class MaskedLMWorkload(CausalLMWorkload):
+class KerasMaskedLMWorkload(KerasCausalLMWorkload):
     """BERT's masked-LM objective: a fixed 15 % of the positions (at least one) are
     ``[MASK]`` and predicted; the other positions have the target -1 (PyTorch's
     -100) and no loss."""
@@ -110,14 +110,14 @@ class MaskedLMWorkload(CausalLMWorkload):
 
 
 #: Task (``ModelInfo.task``) → its workload, for the tasks of the TensorFlow zoo's models.
-WORKLOADS: dict[str, type[Workload]] = {
-    "classification": Workload,
-    "masked_lm": MaskedLMWorkload,
-    "causal_lm": CausalLMWorkload,
+WORKLOADS: dict[str, type[KerasWorkload]] = {
+    "classification": KerasWorkload,
+    "masked_lm": KerasMaskedLMWorkload,
+    "causal_lm": KerasCausalLMWorkload,
 }
 
 
-def make_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> Workload:
+def make_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> KerasWorkload:
     """The workload of ``info``'s task at an experiment's sizes (``exp.image_size``,
     ``exp.seq_len``; 0 for the published ones)."""
     try:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from dlbench.report.charts.series import (
     AGGREGATIONS,
     ChartError,
-    Series,
+    ChartSeries,
     build_series,
     count_points,
     key_text,
@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.legend import Legend
 
-__all__ = ["AGGREGATIONS", "CHART_FORMATS", "CHART_TYPES", "ChartError", "DrawnChart",
-           "Panel", "Series", "axis_label", "build_series", "count_points", "draw_chart",
+__all__ = ["AGGREGATIONS", "CHART_FORMATS", "CHART_TYPES", "ChartError", "ChartSeries",
+           "DrawnChart", "Panel", "axis_label", "build_series", "count_points", "draw_chart",
            "render_chart"]
 
 CHART_TYPES = ("line", "bar")
@@ -82,7 +82,7 @@ class Panel:
 
     axes: Axes
     unit: str
-    series: list[Series]
+    series: list[ChartSeries]
 
 
 @dataclass
@@ -109,7 +109,7 @@ def axis_label(name: str | None, unit: str) -> str:
     return name if unit in name else f"{name} ({unit})"
 
 
-def _categories(series: Sequence[Series]) -> list[Any]:
+def _categories(series: Sequence[ChartSeries]) -> list[Any]:
     """Every x of every series once: sorted when all are numbers, else first seen."""
     seen: dict[str, Any] = {}
     for s in series:
@@ -121,15 +121,15 @@ def _categories(series: Sequence[Series]) -> list[Any]:
     return values
 
 
-def _panels(series: Sequence[Series]) -> list[tuple[str, list[Series]]]:
+def _panels(series: Sequence[ChartSeries]) -> list[tuple[str, list[ChartSeries]]]:
     """The series by unit, units in the order first seen."""
-    panels: dict[str, list[Series]] = {}
+    panels: dict[str, list[ChartSeries]] = {}
     for s in series:
         panels.setdefault(s.unit, []).append(s)
     return list(panels.items())
 
 
-def _extent(series: Sequence[Series]) -> tuple[float, float]:
+def _extent(series: Sequence[ChartSeries]) -> tuple[float, float]:
     """The lowest and highest y, error bars included."""
     low, high = math.inf, -math.inf
     for s in series:
@@ -142,7 +142,7 @@ def _extent(series: Sequence[Series]) -> tuple[float, float]:
     return low, high
 
 
-def _y_limits(series: Sequence[Series], chart: str) -> tuple[float, float]:
+def _y_limits(series: Sequence[ChartSeries], chart: str) -> tuple[float, float]:
     """Limits with a margin around every point and error bar. Non-negative data start
     at 0, so heights read as proportions, unless a line chart's marker would then sit
     on the axis (the axis then starts a little below 0)."""
@@ -166,7 +166,7 @@ def _x_limits(values: Sequence[float]) -> tuple[float, float]:
     return low - pad, high + pad
 
 
-def _error_bars(axes: Axes, positions: list[float], s: Series, colour: Any) -> list[str]:
+def _error_bars(axes: Axes, positions: list[float], s: ChartSeries, colour: Any) -> list[str]:
     """Draw ``s``'s error bars; the kinds drawn (SD_LABEL, CI_LABEL)."""
     drawn: list[str] = []
     if s.err is not None:
@@ -186,7 +186,7 @@ def _error_bars(axes: Axes, positions: list[float], s: Series, colour: Any) -> l
     return drawn
 
 
-def _draw_panel(axes: Axes, panel: list[Series], first: int, chart: str,
+def _draw_panel(axes: Axes, panel: list[ChartSeries], first: int, chart: str,
                 categorical: bool, slot: dict[str, int]) -> tuple[list[Any], list[str]]:
     """Draw one panel's series (colours from the ``first``-th of the cycle on); their
     legend handles and the kinds of error bar drawn."""
@@ -212,7 +212,7 @@ def _draw_panel(axes: Axes, panel: list[Series], first: int, chart: str,
     return handles, kinds
 
 
-def _legend_entries(series: Sequence[Series], handles: list[Any], kinds: list[str],
+def _legend_entries(series: Sequence[ChartSeries], handles: list[Any], kinds: list[str],
                     ylabel: str | None) -> tuple[list[Any], list[str]]:
     from matplotlib.lines import Line2D
 
@@ -252,7 +252,7 @@ def _fit_legend(figure: Figure, handles: list[Any], labels: list[str]) -> Legend
 
 
 def draw_chart(
-    series: Sequence[Series],
+    series: Sequence[ChartSeries],
     *,
     chart: str = "line",
     title: str | None = None,
@@ -343,7 +343,7 @@ def save_chart(drawn: DrawnChart, fmt: str, problems: Sequence[str] = ()) -> byt
 
 
 def render_chart(
-    series: Sequence[Series],
+    series: Sequence[ChartSeries],
     *,
     chart: str = "line",
     title: str | None = None,

@@ -52,7 +52,7 @@ _INVERSE_TIME_KEYS = ("results.throughput", "results.tflops")
 
 
 @dataclass
-class Series:
+class ChartSeries:
     """One line (or one colour of bars) of a chart.
 
     ``x`` holds the x values in order: numbers sorted numerically, anything else in
@@ -176,7 +176,7 @@ def _group_as_tables(
 
 def _aggregate(
     label: str, records: Sequence[Mapping[str, Any]], x: str, y: str, aggregation: str
-) -> Series:
+) -> ChartSeries:
     units: dict[str, int] = {}
     for record in records:
         unit = unit_of(record, y)
@@ -201,7 +201,7 @@ def _aggregate(
         err.append(statistics.stdev(values) if len(values) > 1 else 0.0)
         # One record: its own interval; several: their spread (err) says more.
         ci.append(_interval(members[0], y, ys[-1]) if len(values) == 1 else None)
-    return Series(
+    return ChartSeries(
         label=label,
         x=[value for value, _ in ordered],
         y=ys,
@@ -219,7 +219,7 @@ def _same_x(value: Any, wanted: Any) -> bool:
     return value_text(value) == value_text(wanted)
 
 
-def _normalise(series: Series, x: str, baseline_x: Any) -> Series:
+def _normalise(series: ChartSeries, x: str, baseline_x: Any) -> ChartSeries:
     index = next((i for i, value in enumerate(series.x) if _same_x(value, baseline_x)), None)
     if index is None:
         have = ", ".join(value_text(v) for v in series.x)
@@ -234,7 +234,7 @@ def _normalise(series: Series, x: str, baseline_x: Any) -> Series:
             "cannot divide by it"
         )
     scale = abs(base)
-    return Series(
+    return ChartSeries(
         label=series.label,
         x=series.x,
         y=[value / base for value in series.y],
@@ -256,7 +256,7 @@ def build_series(
     baseline_x: Any = None,
     *,
     warnings: list[str] | None = None,
-) -> list[Series]:
+) -> list[ChartSeries]:
     """Series of ``y`` against ``x`` from the records whose ``exp.status`` is ``ok``.
 
     With ``queries`` (DLBS query syntax, see :mod:`dlbench.results.query`) there is one
@@ -311,6 +311,6 @@ def build_series(
     return series
 
 
-def count_points(series: Sequence[Series]) -> int:
+def count_points(series: Sequence[ChartSeries]) -> int:
     """All points of all series."""
     return sum(len(s.x) for s in series)

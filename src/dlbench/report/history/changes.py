@@ -135,7 +135,7 @@ class Change:
 
 
 @dataclass
-class Series:
+class HistorySeries:
     """One configuration's values, in run order, and their changes."""
 
     key: str
@@ -159,9 +159,9 @@ class HistoryAnalysis:
     window: int
     threshold: float
     p_threshold: float
-    series: list[Series]
+    series: list[HistorySeries]
 
-    def regressions(self, *, new_only: bool = True) -> list[tuple[Series, Change]]:
+    def regressions(self, *, new_only: bool = True) -> list[tuple[HistorySeries, Change]]:
         """The (new, unless ``new_only`` is false) regressions, series by series."""
         return [(s, c) for s in self.series for c in s.changes
                 if c.regression and (c.new or not new_only)]
@@ -207,16 +207,16 @@ def _coinciding(rows: Sequence[HistoryRow], index: int, start: int, end: int
     return dict(sorted(found.items()))
 
 
-def build_series(rows: Sequence[HistoryRow], metric: str, last: int = 0) -> list[Series]:
+def build_series(rows: Sequence[HistoryRow], metric: str, last: int = 0) -> list[HistorySeries]:
     """The series of every configuration with a value of ``metric`` in an ok record,
     in the order of the rows (configuration, then time); ``last`` > 0 keeps only
     that many newest values of each."""
-    grouped: dict[str, Series] = {}
+    grouped: dict[str, HistorySeries] = {}
     for row in rows:
         value = row.results.get(metric)
         if row.status not in ("ok", None) or not is_number(value) or not math.isfinite(value):
             continue
-        series = grouped.setdefault(row.config_key, Series(row.config_key, row.config, []))
+        series = grouped.setdefault(row.config_key, HistorySeries(row.config_key, row.config, []))
         series.points.append(Point(row, float(value), metric_ci(row.results, metric)))
     if last > 0:
         for series in grouped.values():

@@ -30,7 +30,7 @@ import dlbench
 from dlbench.report.charts.charts import axis_label
 from dlbench.report.charts.series import unit_of
 from dlbench.report.history.changepoint import segment_means
-from dlbench.report.history.changes import Change, HistoryAnalysis, Series
+from dlbench.report.history.changes import Change, HistoryAnalysis, HistorySeries
 from dlbench.report.html.markup import escape as _esc
 from dlbench.report.html.markup import page_shell
 from dlbench.results.io import write_atomically
@@ -106,7 +106,7 @@ def _day(iso: str) -> str:
     return iso[:10]
 
 
-def _point_title(analysis: HistoryAnalysis, series: Series, index: int) -> str:
+def _point_title(analysis: HistoryAnalysis, series: HistorySeries, index: int) -> str:
     point = series.points[index]
     row = point.row
     ci = f" ± {_num(point.ci)}" if point.ci is not None else ""
@@ -136,7 +136,7 @@ def environment_words(change: Change) -> str:
     return "; ".join(words)
 
 
-def _change_title(analysis: HistoryAnalysis, series: Series, change: Change) -> str:
+def _change_title(analysis: HistoryAnalysis, series: HistorySeries, change: Change) -> str:
     kind = "new regression" if change.regression and change.new else (
         "regression" if change.regression else "change")
     return "\n".join([
@@ -148,13 +148,13 @@ def _change_title(analysis: HistoryAnalysis, series: Series, change: Change) -> 
     ])
 
 
-def y_label(metric: str, series: Series) -> str:
+def y_label(metric: str, series: HistorySeries) -> str:
     """The y axis's label: the metric and its unit, ``results.throughput
     (images/s)``, ``results.time (ms)``; the metric alone for a pure number."""
     return axis_label(metric, unit_of(series.points[-1].row.results, metric))
 
 
-def _chart(analysis: HistoryAnalysis, series: Series) -> str:
+def _chart(analysis: HistoryAnalysis, series: HistorySeries) -> str:
     """One series as an SVG chart (see the module's description)."""
     values = [p.value for p in series.points]
     lows = [p.value - (p.ci or 0.0) for p in series.points]
@@ -217,7 +217,7 @@ def _chart(analysis: HistoryAnalysis, series: Series) -> str:
     return "".join(parts)
 
 
-def _changes_table(series: Series) -> str:
+def _changes_table(series: HistorySeries) -> str:
     if not series.changes:
         return "<p>No change point.</p>"
     rows = []
@@ -237,7 +237,7 @@ def _changes_table(series: Series) -> str:
             + "".join(rows) + "</tbody></table>")
 
 
-def _section(analysis: HistoryAnalysis, number: int, series: Series) -> str:
+def _section(analysis: HistoryAnalysis, number: int, series: HistorySeries) -> str:
     label = series.label
     filter_text = f"{label} {series.key}".lower()
     latest = series.points[-1]

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dlbench.report.charts.series import Series, build_series, value_text
+from dlbench.report.charts.series import ChartSeries, build_series, value_text
 from dlbench.results.values import is_number as _is_number
 
 X = "exp.replica_batch"
@@ -32,7 +32,7 @@ class ReportChart:
     :func:`~dlbench.report.charts.checks.chart_problems` found wrong with it."""
 
     caption: str
-    series: list[Series]
+    series: list[ChartSeries]
     svg: str
     problems: list[str]
 
@@ -56,7 +56,7 @@ def chart_groups(records: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str,
     return list(groups.values())
 
 
-def _caption(group: Sequence[Mapping[str, Any]], series: Sequence[Series]) -> str:
+def _caption(group: Sequence[Mapping[str, Any]], series: Sequence[ChartSeries]) -> str:
     """``resnet50 (fake, cpu): throughput in samples/s vs replica batch``: the model,
     what all its records share, and the unit(s) the records state."""
     first = group[0]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlbench.config.run_params import copy_count
+from dlbench.config.scenarios.registry import BATCH
 from dlbench.report.aggregate import as_number
 from dlbench.results.keys.lookup import lookup
 
@@ -174,7 +175,7 @@ def train_items(record: Mapping[str, Any]) -> list[TrainItem]:
     """Each copy's ``train_item`` (Mila's one report per GPU; one for a record without
     copies); [] where the record lacks each copy's batch times or batch size, or is
     not a run of training or inference steps (a serving scenario, generation)."""
-    if record.get("exp.scenario", "batch") not in ("batch", None) or \
+    if record.get("exp.scenario", BATCH) not in (BATCH, None) or \
             record.get("exp.phase") == "generate":
         return []
     batches = copy_batch_times(record)

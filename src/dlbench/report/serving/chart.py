@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlbench.report.cells import Report
 from dlbench.report.charts.charts import DrawnChart, Panel, axis_label, save_chart
-from dlbench.report.charts.series import Series, value_text
+from dlbench.report.charts.series import ChartSeries, value_text
 from dlbench.report.serving.curves import (
     KNEE_FACTOR,
     ServingCurve,
@@ -80,14 +80,14 @@ def _limits(values: Sequence[float], log: bool) -> tuple[float, float]:
 
 
 def _draw_curves(axes: Axes, curves: Sequence[ServingCurve],
-                 labels: Sequence[str]) -> tuple[list[Any], list[str], list[Series]]:
+                 labels: Sequence[str]) -> tuple[list[Any], list[str], list[ChartSeries]]:
     """Each curve's line, points and knee; its legend handles and labels, and what it
     drew as series (for the chart check)."""
     from matplotlib.lines import Line2D
 
     handles: list[Any] = []
     texts: list[str] = []
-    drawn: list[Series] = []
+    drawn: list[ChartSeries] = []
     for number, (curve, label) in enumerate(zip(curves, labels, strict=True)):
         colour = f"C{number % 10}"
         points = _xy(curve)
@@ -110,7 +110,7 @@ def _draw_curves(axes: Axes, curves: Sequence[ServingCurve],
                       markeredgecolor="black", zorder=5, gid=f"serving-knee-{number}")
         handles.append(Line2D([], [], color=colour, marker="o"))
         texts.append(label)
-        drawn.append(Series(label, xs, ys, None, unit=curve.y_unit))
+        drawn.append(ChartSeries(label, xs, ys, None, unit=curve.y_unit))
     return handles, texts, drawn
 
 

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from dlbench.config.scenarios.registry import BATCH, arrives_at_rate
 from dlbench.report.aggregate import (
     MAX_NAMED,
     SEPARATE_BY,
@@ -258,10 +259,10 @@ def server_records(
     scenarios: dict[str, int] = {}
     no_point: list[str] = []
     for index, record in enumerate(records):
-        status, scenario = record.get("exp.status"), record.get("exp.scenario", "batch")
+        status, scenario = record.get("exp.status"), record.get("exp.scenario", BATCH)
         if status != "ok":
             not_ok[str(status or "missing")] = not_ok.get(str(status or "missing"), 0) + 1
-        elif scenario != "server":
+        elif not arrives_at_rate(scenario):
             scenarios[str(scenario)] = scenarios.get(str(scenario), 0) + 1
         elif (record.get(LOAD) == AUTO and _probe_points(record)) or (
                 as_number(record.get(ACHIEVED)) is not None

@@ -116,7 +116,7 @@ _TIMING = [
               "concat"),
     ResultKey("results.progress", "dict", "",
               'how far the worker got: {"phase": P, "batch": N, "elapsed": S, "done": D, '
-              '"total": T, ...} (fields in dlbench.results.log.progress)', "",
+              '"total": T, ...} (fields in dlbench.results.log.progress_keys)', "",
               "none"),
     ResultKey("results.failure_kind", "str", "",
               "what ended a failed experiment: oom, exception, signal, exit, timeout, "

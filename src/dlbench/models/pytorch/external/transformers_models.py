@@ -69,7 +69,7 @@ class _Built:
         return build(self.info.source_config, self.info.task)
 
 
-class CausalLMWorkload(_Built, Workload):
+class CausalLMTransformersWorkload(_Built, Workload):
     """A decoder (GPT-2, Llama, Qwen2, Mistral, Phi-3): random tokens, the model's
     next-token loss (it shifts the labels itself); throughput in tokens."""
 
@@ -138,7 +138,7 @@ class ImageClassifierWorkload(_Built, Workload):
 
 
 _WORKLOADS: dict[str, type[Workload]] = {
-    "causal_lm": CausalLMWorkload, "masked_lm": MaskedLMTransformersWorkload,
+    "causal_lm": CausalLMTransformersWorkload, "masked_lm": MaskedLMTransformersWorkload,
     "translation": Seq2SeqWorkload, "classification": ImageClassifierWorkload}
 
 

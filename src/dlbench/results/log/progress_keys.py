@@ -2,7 +2,7 @@
 kind of a failure.
 
 ``results.progress`` is written by the worker as it goes
-(:mod:`dlbench.worker.progress`): at each phase change and, while batches run, at
+(:mod:`dlbench.worker.heartbeat`): at each phase change and, while batches run, at
 most every 2 s. Its value is a dict:
 
 - ``phase``: one of :data:`PHASE_NAMES`; always there;

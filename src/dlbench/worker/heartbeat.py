@@ -10,12 +10,12 @@ the runner reads the last progress line and says where it died; while the worker
 runs, the runner shows the lines as a live status and moves an ``auto`` timeout.
 
 Each value also says how far the phase has to go and how long it has run (the fields
-are listed in :mod:`dlbench.results.log.progress`). What that needs is read once per
-phase, when the main thread enters it, from the frames of its caller: the
-experiment's ``params`` (batch counts, ``exp.effective_batch``), its ``backend``
-(the throughput unit) and the timing loop's ``num_warmup`` (where the timed batches
-start). Nothing is added to the experiment's code or to the timing loop for it; a
-caller without them (a test) gets the phase and batch only.
+are listed in :mod:`dlbench.results.log.progress_keys`). What that needs is given to the
+writer: the experiment's parameters (batch counts, ``exp.effective_batch``) and the
+backend whose throughput unit counts a timed batch's samples, by :meth:`describe`,
+and the index of the first timed batch when the timed phase is entered (the timing
+loop's ``mark`` passes it). A writer told nothing (a test) gives the phase and batch
+only.
 
 It also tells an out-of-memory error from other errors
 (:func:`is_out_of_memory`), and says how much memory the process held
@@ -28,13 +28,13 @@ import resource
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import FrameType, TracebackType
 from typing import Any
 
 from dlbench.measure import timing
 from dlbench.results.log.file import LogWriter
-from dlbench.results.log.progress import PROGRESS_KEY
+from dlbench.results.log.progress_keys import PROGRESS_KEY
 
 #: The word that asks for an automatic batch count.
 AUTO = "auto"
@@ -109,24 +109,6 @@ def peak_rss_text() -> str:
     raise AssertionError("unreachable")
 
 
-def _find_local(frame: FrameType | None, name: str, accept: Callable[[Any], bool]) -> Any:
-    """The first local ``name`` that ``accept`` takes, from ``frame`` outwards; None."""
-    while frame is not None:
-        value = frame.f_locals.get(name)
-        if value is not None and accept(value):
-            return value
-        frame = frame.f_back
-    return None
-
-
-def _is_params(value: Any) -> bool:
-    return isinstance(value, Mapping) and "exp.num_batches" in value
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def phase_plan(phase: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
     """What ``phase`` will run, as ``results.progress`` says it: ``total`` (a fixed
     count), ``max`` (the most batches of an ``auto`` warm-up) or ``max_seconds`` (the
@@ -163,6 +145,8 @@ class ProgressWriter:
     def __init__(self, log: LogWriter, interval: float = PROGRESS_SECONDS) -> None:
         self.log = log
         self.interval = interval
+        self._params: Mapping[str, Any] | None = None  # the experiment's (describe)
+        self._backend: Any = None  # what counts a timed batch's samples (describe)
         self.phase = ""
         self._written: tuple[str, int | None] = ("", None)
         self._main = threading.main_thread().ident
@@ -174,22 +158,28 @@ class ProgressWriter:
         self._first: int | None = None  # the phase's first batch index, when known
         self._per_batch: tuple[float, str] | None = None  # samples_per_batch
 
-    def enter(self, phase: str, batch: int | None = None) -> None:
-        """Note that the worker now runs ``phase`` (one of :data:`PHASE_NAMES`); called
-        on the main thread, whose caller's frames say what the phase will run."""
-        caller = sys._getframe(1)
-        params = _find_local(caller, "params", _is_params)
+    def describe(self, params: Mapping[str, Any], backend: Any = None) -> None:
+        """What the phases entered from now on run: the experiment's ``params`` (its
+        batch counts, ``exp.effective_batch``) and the ``backend`` whose
+        ``throughput_unit`` counts a timed batch's samples (read once, on entering the
+        first timed phase)."""
+        with self._lock:
+            self._params = params
+            self._backend = backend
+
+    def enter(self, phase: str, batch: int | None = None, first: int | None = None) -> None:
+        """Note that the worker now runs ``phase`` (one of :data:`PHASE_NAMES`), on the
+        main thread; for the timed phase, ``first`` is the index of its first batch
+        (without it, the value says no batches done)."""
         with self._lock:
             self.phase = phase
             self._began = time.monotonic()
-            self._plan = phase_plan(phase, params)
+            self._plan = phase_plan(phase, self._params)
             self._first = 0 if phase == "warmup" else None
             if phase == "timed":
-                self._first = _find_local(caller, "num_warmup", _is_count)
+                self._first = first
                 if self._per_batch is None:
-                    backend = _find_local(caller, "backend",
-                                          lambda b: hasattr(b, "throughput_unit"))
-                    self._per_batch = samples_per_batch(params, backend)
+                    self._per_batch = samples_per_batch(self._params, self._backend)
             self._write(batch)
 
     def value(self, batch: int | None) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """The parameters of inference scenarios (how queries are issued, MLPerf LoadGen's
 way) and their checks; gathered with the others in
-:data:`dlbench.config.registry.REGISTRY`. The scenarios themselves run in the worker
-(``measure/loadgen/generator.py``); ``docs/inference.md`` describes them."""
+:data:`dlbench.config.registry.REGISTRY`. The scenarios' names and what the checks
+need of each come from :mod:`dlbench.config.scenarios.registry`; the scenarios
+themselves run in the worker (``measure/loadgen/scenarios/``); ``docs/inference.md``
+describes them."""
 
 from __future__ import annotations
 
@@ -10,10 +12,14 @@ from typing import Any
 
 from dlbench.config.catalog import MODELS, model_info
 from dlbench.config.params import MAX_SECONDS, Param
+from dlbench.config.scenarios.registry import (
+    BATCH,
+    ScenarioEntry,
+    scenario,
+    scenario_names,
+    scenarios,
+)
 from dlbench.errors import ConfigError
-
-#: exp.scenario's values: ``batch`` is the timing loop of back-to-back batches.
-SCENARIOS = ("batch", "single_stream", "multi_stream", "server", "offline")
 
 AUTO = "auto"
 
@@ -25,15 +31,20 @@ MAX_QPS = 1_000_000
 #: Most tokens of a prompt or a generated sequence.
 MAX_TOKENS = 1_048_576
 
+
+
+def _scenario_help() -> str:
+    """exp.scenario's description, made of the registered scenarios' lines of help."""
+    def named(entry: ScenarioEntry) -> str:
+        return f"`{entry.name}` ({entry.help})"
+    loop = scenario(BATCH)
+    generators = ", ".join(named(e) for e in scenarios() if e.issues_queries)
+    return (f"How inference work is issued: {named(loop)}, or a LoadGen scenario: "
+            f"{generators}. Not `{loop.name}` needs exp.phase=inference.")
+
+
 SCENARIO_PARAMS = [
-    Param("exp.scenario", "str", "batch",
-          "How inference work is issued: `batch` (back-to-back batches, the timing loop), "
-          "or a LoadGen scenario: `single_stream` (one sample per query, the next when it "
-          "completes), `multi_stream` (queries of exp.replica_batch samples, back to "
-          "back), `server` (one-sample queries arriving as a Poisson process at "
-          "exp.target_qps, served by a dynamic batcher of at most exp.replica_batch), "
-          "`offline` (every sample at once, in batches of exp.replica_batch). Not "
-          "`batch` needs exp.phase=inference.", choices=SCENARIOS),
+    Param("exp.scenario", "str", BATCH, _scenario_help(), choices=scenario_names()),
     Param("exp.target_qps", "float", 0.0,
           "Server scenario: mean arrival rate, queries per second. `auto`: search the "
           "highest rate whose exp.latency_percentile stays under exp.latency_bound_ms, "
@@ -79,23 +90,25 @@ SCENARIO_PARAMS = [
 def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> None:
     """The scenario parameters of one resolved experiment fit together; ``shown``
     names a parameter with its value and where it came from. ConfigError otherwise."""
-    scenario, qps = values["exp.scenario"], values["exp.target_qps"]
+    chosen, qps = values["exp.scenario"], values["exp.target_qps"]
+    entry = scenario(chosen)
     if values["exp.phase"] == "generate":
         _check_generate(values, shown)
     if not 0 < values["exp.qps_search_tolerance"] < 1:
         raise ConfigError(f"{shown('exp.qps_search_tolerance')} must be between 0 and 1 "
                           f"(exclusive), e.g. 0.02")
-    if qps == AUTO and scenario != "server":
+    if qps == AUTO and not entry.arrival_rate:
+        rated = " or ".join(e.name for e in scenarios() if e.arrival_rate)
         raise ConfigError(f"{shown('exp.target_qps')} searches the highest load of the "
-                          f"server scenario: set exp.scenario=server ({shown('exp.scenario')})")
-    if scenario == "batch":
+                          f"{rated} scenario: set exp.scenario={rated} ({shown('exp.scenario')})")
+    if not entry.issues_queries:
         return
     if values["exp.phase"] not in ("inference", "generate"):
         raise ConfigError(f"{shown('exp.scenario')} issues inference queries: it needs "
                           f"exp.phase=inference ({shown('exp.phase')})")
     if values["exp.num_replicas"] > 1:
         raise ConfigError(f"{shown('exp.scenario')} issues queries to one replica: use "
-                          f"exp.scenario=batch for data-parallel runs "
+                          f"exp.scenario={BATCH} for data-parallel runs "
                           f"({shown('exp.num_replicas')})")
     for name in ("exp.repeat", "exp.parallel_jobs"):
         if values[name] != 1:
@@ -106,14 +119,14 @@ def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> No
     if values["exp.profile"] != "none":
         # The profiling window follows the timed batches, which a scenario run has not.
         raise ConfigError(f"{shown('exp.profile')} is not supported with "
-                          f"exp.scenario={scenario} yet; use exp.profile=none")
-    if scenario == "single_stream" and values["exp.replica_batch"] != 1:
-        raise ConfigError(f"{shown('exp.replica_batch')}: exp.scenario=single_stream issues "
+                          f"exp.scenario={chosen} yet; use exp.profile=none")
+    if entry.one_sample and values["exp.replica_batch"] != 1:
+        raise ConfigError(f"{shown('exp.replica_batch')}: exp.scenario={chosen} issues "
                           f"one sample per query: set exp.replica_batch=1")
-    if scenario != "server":
+    if not entry.arrival_rate:
         return
     if qps != AUTO and not qps >= MIN_QPS:
-        raise ConfigError(f"{shown('exp.target_qps')}: exp.scenario=server needs a rate "
+        raise ConfigError(f"{shown('exp.target_qps')}: exp.scenario={chosen} needs a rate "
                           f"between {MIN_QPS} and {MAX_QPS} queries/s, or 'auto' to search "
                           f"the highest under exp.latency_bound_ms")
     if qps == AUTO and not values["exp.latency_bound_ms"] > 0:
