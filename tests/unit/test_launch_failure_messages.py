@@ -12,14 +12,13 @@ import pytest
 
 from dlbench.errors import WorkerError
 from dlbench.launch.records import _crash_message, ncu_results
-from dlbench.measure.timing import run_batches
+from dlbench.measure.timing import AutoWarmup, LoopPosition, run_batches
 from dlbench.results.log.file import LogWriter
 from dlbench.results.log.parser import parse_log
 from dlbench.results.log.progress_keys import where_text
 from dlbench.worker.experiment import _failure_message
 from dlbench.worker.heartbeat import (
     ProgressWriter,
-    batch_in_traceback,
     is_out_of_memory,
     peak_rss_text,
 )
@@ -51,24 +50,29 @@ def test_out_of_memory_is_recognised(error: BaseException, oom: bool) -> None:
     assert is_out_of_memory(error) is oom
 
 
-def _fail_at(batch: int, error: BaseException, warmup: int = 2) -> BaseException:
+def _fail_at(batch: int, error: BaseException, warmup: int | AutoWarmup = 2,
+             ) -> tuple[BaseException, int | None]:
+    """The error a step raised at ``batch``, and the batch the loop's position held."""
+    position = LoopPosition()
+
     def step(index: int) -> None:
         if index == batch:
             raise error
 
     with pytest.raises(type(error)) as caught:
-        run_batches(step, lambda: None, warmup, 5)
-    return caught.value
+        run_batches(step, lambda: None, warmup, 5, position=position)
+    return caught.value, position.batch
 
 
-@pytest.mark.parametrize("batch", [1, 4])  # a warm-up batch, a timed batch
-def test_the_batch_of_an_exception_comes_from_its_traceback(batch: int) -> None:
-    assert batch_in_traceback(_fail_at(batch, RuntimeError("x")).__traceback__) == batch
+# A fixed warm-up batch, a timed batch, a timed warm-up batch.
+@pytest.mark.parametrize(("batch", "warmup"), [(1, 2), (4, 2), (3, AutoWarmup(max_batches=9))])
+def test_the_loop_position_holds_the_batch_that_raised(batch: int, warmup: Any) -> None:
+    assert _fail_at(batch, RuntimeError("x"), warmup)[1] == batch
 
 
 def test_failure_messages_keep_type_message_and_place() -> None:
-    error = _fail_at(4, RuntimeError("fake failure at batch 4"))
-    message = _failure_message(error, "timed")
+    error, batch = _fail_at(4, RuntimeError("fake failure at batch 4"))
+    message = _failure_message(error, "timed", batch)
     assert message.startswith("RuntimeError: fake failure at batch 4 (at ")
     assert message.endswith(", in the timed batches at batch 4")
     imported = _failure_message(ImportError("No module named 'jax'"), "setup")
@@ -76,7 +80,7 @@ def test_failure_messages_keep_type_message_and_place() -> None:
 
 
 def test_out_of_memory_message_says_so_with_peak_rss_and_step() -> None:
-    message = _failure_message(_fail_at(3, MemoryError()), "timed")
+    message = _failure_message(_fail_at(3, MemoryError())[0], "timed", 3)
     assert re.match(r"out of memory in the timed batches at batch 3 \(peak RSS [\d.]+ [MG]iB\): "
                     r"MemoryError \(at test_launch_failure_messages\.py:\d+ in step\)$", message)
     in_setup = _failure_message(MemoryError(), "setup")
@@ -104,7 +108,7 @@ def test_progress_names_the_batch_the_loop_is_on(tmp_path: Path) -> None:
             if index == 6:
                 seen.append(writer.current())
 
-        run_batches(step, lambda: None, 2, 8)
+        run_batches(step, lambda: None, 2, 8, position=writer.position)
     assert seen == [{"phase": "timed", "batch": 6}]
 
 
@@ -115,7 +119,8 @@ def test_progress_thread_writes_the_batch_at_a_low_rate(tmp_path: Path) -> None:
         writer.enter("warmup")
         writer.start()
         try:
-            run_batches(lambda index: threading.Event().wait(0.003), lambda: None, 0, 100)
+            run_batches(lambda index: threading.Event().wait(0.003), lambda: None, 0, 100,
+                        position=writer.position)
         finally:
             writer.stop()
     lines = [ln for ln in path.read_text().splitlines() if ln.startswith("__results.progress")]

@@ -137,7 +137,8 @@ def test_worker_writes_totals_elapsed_and_samples(tmp_path: Path) -> None:
         writer.enter("warmup")
         writer.start()
         try:
-            run_batches(lambda index: time.sleep(0.02), lambda: None, 2, 6, mark=mark)
+            run_batches(lambda index: time.sleep(0.02), lambda: None, 2, 6, mark=mark,
+                        position=writer.position)
         finally:
             writer.stop()
 

@@ -39,6 +39,20 @@ from dlbench.measure.timers import BatchTimer, Clock, HostTimer, Step, Sync
 Marker = Callable[[str, int], None]
 
 
+class LoopPosition:
+    """The batch the timing loop is on, for whoever watches the loop from outside it
+    (the worker's progress thread; the failure message of a batch that raised).
+
+    The loop stores each batch's index here before the batch starts, outside the
+    timed interval: one attribute store per batch, nothing called.
+    """
+
+    __slots__ = ("batch",)
+
+    def __init__(self) -> None:
+        self.batch: int | None = None
+
+
 @dataclass(frozen=True)
 class AutoWarmup:
     """Warm up until batch times stop falling.
@@ -104,24 +118,26 @@ def warmup_settled(times_ms: list[float], window: int, tolerance: float) -> bool
     return last >= previous * (1.0 - tolerance)
 
 
-def _timed_step(timer: BatchTimer, step: Step, index: int) -> None:
-    # A frame of its own with ``index`` in it: the worker's progress thread reads it.
+def _timed_step(timer: BatchTimer, step: Step, index: int, position: LoopPosition) -> None:
+    position.batch = index  # before the timer starts: not part of the batch's time
     timer.run(step, index)
 
 
 def _warm_up(
-    step: Step, synchronize: Sync, warmup: int | AutoWarmup, timer: BatchTimer
+    step: Step, synchronize: Sync, warmup: int | AutoWarmup, timer: BatchTimer,
+    position: LoopPosition,
 ) -> tuple[int, list[float], bool]:
     if isinstance(warmup, int):
         # A fixed warm-up is not timed: there is nothing to decide from its times.
         for index in range(warmup):
+            position.batch = index
             step(index)
         synchronize()
         return warmup, [], False
     times: list[float] = []
     index = 0
     while index < warmup.max_batches:
-        _timed_step(timer, step, index)
+        _timed_step(timer, step, index, position)
         index += 1
         if index < 2 * warmup.window:
             continue  # nothing to decide yet: no need to wait for the device
@@ -140,6 +156,7 @@ def run_batches(
     clock: Clock = time.perf_counter_ns,
     mark: Marker | None = None,
     timer: BatchTimer | None = None,
+    position: LoopPosition | None = None,
 ) -> Timing:
     """Warm up, then run timed batches until ``stop`` says so.
 
@@ -147,20 +164,23 @@ def run_batches(
     ``warmup`` and ``stop`` are counts or the automatic policies above. ``timer``
     takes the batch times (default: :class:`~dlbench.measure.timers.HostTimer` with
     ``synchronize`` and ``clock``); ``clock`` also times the whole timed section.
+    ``position`` is kept at the batch being run, warm-up batches included.
     """
     if timer is None:
         timer = HostTimer(synchronize, clock)
-    num_warmup, warmup_times, capped = _warm_up(step, synchronize, warmup, timer)
+    if position is None:
+        position = LoopPosition()
+    num_warmup, warmup_times, capped = _warm_up(step, synchronize, warmup, timer, position)
     if mark is not None:
         mark("timed_start", num_warmup)
     times: list[float] = []
     began = clock()
     if isinstance(stop, int):
         for index in range(num_warmup, num_warmup + stop):
-            _timed_step(timer, step, index)
+            _timed_step(timer, step, index, position)
         reason = "fixed"
     else:
-        reason = _run_until(step, timer, stop, clock, times, num_warmup, began)
+        reason = _run_until(step, timer, stop, clock, times, num_warmup, began, position)
     times.extend(timer.read())  # the end: the one wait for the device a fixed count has
     elapsed = (clock() - began) / 1e9
     if mark is not None:
@@ -170,7 +190,7 @@ def run_batches(
 
 def _run_until(
     step: Step, timer: BatchTimer, stop: AutoStop, clock: Clock,
-    times: list[float], index: int, began: int,
+    times: list[float], index: int, began: int, position: LoopPosition,
 ) -> str:
     """Run until ``stop`` says so. Counts and durations are the host's, and need no
     wait; the device is waited for (``timer.read``) only at the CI's check points."""
@@ -178,7 +198,7 @@ def _run_until(
     max_batches = max(1, stop.max_batches)
     count = 0
     while True:
-        _timed_step(timer, step, index)
+        _timed_step(timer, step, index, position)
         index += 1
         count += 1
         elapsed = (clock() - began) / 1e9

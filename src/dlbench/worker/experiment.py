@@ -44,7 +44,6 @@ from dlbench.worker.flops import flop_results, framework_source
 from dlbench.worker.generate import generate_results
 from dlbench.worker.heartbeat import (
     ProgressWriter,
-    batch_in_traceback,
     is_out_of_memory,
     peak_rss_text,
 )
@@ -56,11 +55,11 @@ def _now() -> str:
     return datetime.now(timezone.utc).astimezone().isoformat(timespec="milliseconds")
 
 
-def _failure_message(error: BaseException, phase: str) -> str:
+def _failure_message(error: BaseException, phase: str, batch: int | None = None) -> str:
     """The error first (its type, and its message when it has one), then where it was
     raised and how far the run had got; the whole traceback is in the log. Running out
     of memory says so first, with the memory the process held at its peak."""
-    where = where_text({"phase": phase, "batch": batch_in_traceback(error.__traceback__)})
+    where = where_text({"phase": phase, "batch": batch})
     if isinstance(error, WorkerError):
         return str(error)
     text = str(error)
@@ -190,7 +189,7 @@ def _scenario_results(
     the device before the query counts as answered."""
     warmup, _ = policies(params)
     progress.enter("warmup")
-    warm = run_batches(backend.step, backend.synchronize, warmup, 0)
+    warm = run_batches(backend.step, backend.synchronize, warmup, 0, position=progress.position)
     next_step = warm.num_warmup
 
     def serve(samples: int) -> None:  # a short batch is served as a full one (padding)
@@ -232,7 +231,7 @@ def timed_batches(
     progress.start()
     try:
         return run_batches(backend.step, backend.synchronize, warmup, stop, mark=mark,
-                           timer=backend.batch_timer())
+                           timer=backend.batch_timer(), position=progress.position)
     finally:
         progress.stop()
 
@@ -310,7 +309,8 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
         log.write("results.end_time", _now())
         log.write(FAILURE_KIND_KEY, "oom" if is_out_of_memory(error) else "exception")
         log.write("exp.status", "failure")
-        log.write("exp.status_msg", _failure_message(error, progress.phase))
+        log.write("exp.status_msg",
+                  _failure_message(error, progress.phase, progress.current().get("batch")))
         return False
     finally:
         if monitor is not None:

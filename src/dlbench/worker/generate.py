@@ -178,7 +178,8 @@ def generate_results(
     if not issues_queries(params["exp.scenario"]):
         progress.start()
         try:
-            timing = run_batches(step, generator.synchronize, warmup, stop, mark=mark)
+            timing = run_batches(step, generator.synchronize, warmup, stop, mark=mark,
+                                 position=progress.position)
         finally:
             progress.stop()
         timed = generations[timing.num_warmup:]
@@ -192,7 +193,8 @@ def generate_results(
             "results.time_data": timing.times_ms})
         waits = [0.0] * requests * len(timed)
     else:
-        num_warmup = run_batches(step, generator.synchronize, warmup, 0).num_warmup
+        num_warmup = run_batches(step, generator.synchronize, warmup, 0,
+                                 position=progress.position).num_warmup
         generations.clear()
 
         def serve(samples: int) -> None:  # a query is a request

@@ -3,8 +3,9 @@
 The worker writes ``__results.progress__={"phase": ..., "batch": ...}`` when it enters
 a phase (``setup``, ``warmup``, ``timed``, ``finish``), and a daemon thread adds the
 batch the timing loop is on every :data:`PROGRESS_SECONDS`, only when it changed.
-The thread reads the loop's own ``index`` from the main thread's frames, so the timed
-loop does no extra work per batch: nothing is called, stored or written inside it.
+The thread reads that batch from the writer's :attr:`ProgressWriter.position`, which
+the timing loop keeps (:class:`~dlbench.measure.timing.LoopPosition`: one attribute
+stored per batch, before its timer starts); nothing is called or written per batch.
 When the worker is killed (a signal, the kernel's out-of-memory killer, a segfault)
 the runner reads the last progress line and says where it died; while the worker
 runs, the runner shows the lines as a live status and moves an ``auto`` timeout.
@@ -28,11 +29,10 @@ import resource
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from types import FrameType, TracebackType
+from collections.abc import Mapping
 from typing import Any
 
-from dlbench.measure import timing
+from dlbench.measure.timing import LoopPosition
 from dlbench.results.log.file import LogWriter
 from dlbench.results.log.progress_keys import PROGRESS_KEY
 
@@ -42,43 +42,12 @@ AUTO = "auto"
 #: Seconds between two looks at the batch the timing loop is on.
 PROGRESS_SECONDS = 2.0
 
-# The loop functions whose ``index`` local is the batch being run.
-_LOOP_CODES = frozenset({timing._timed_step.__code__, timing._warm_up.__code__})
-
 # Words in an exception's type or message that mean a framework ran out of memory:
 # CUDA/ROCm ("CUDA out of memory", torch.OutOfMemoryError), XLA ("RESOURCE_EXHAUSTED"),
 # TensorFlow (ResourceExhaustedError), ONNX Runtime ("Failed to allocate memory").
 _OOM_TYPES = ("MemoryError", "OutOfMemoryError", "ResourceExhaustedError")
 _OOM_WORDS = ("out of memory", "resource_exhausted", "failed to allocate memory",
               "cublas_status_alloc_failed")
-
-
-def batch_in_frames(frames: Iterable[FrameType]) -> int | None:
-    """The batch index of the innermost timing-loop frame among ``frames``."""
-    found = None
-    for frame in frames:
-        if frame.f_code in _LOOP_CODES:
-            index = frame.f_locals.get("index")
-            if isinstance(index, int):
-                found = index
-    return found
-
-
-def _stack(frame: FrameType | None) -> list[FrameType]:
-    frames = []
-    while frame is not None:
-        frames.append(frame)
-        frame = frame.f_back
-    return frames[::-1]  # outermost first, like a traceback
-
-
-def batch_in_traceback(tb: TracebackType | None) -> int | None:
-    """The batch the timing loop was on when the exception of ``tb`` was raised."""
-    frames = []
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    return batch_in_frames(frames)
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -149,7 +118,6 @@ class ProgressWriter:
         self._backend: Any = None  # what counts a timed batch's samples (describe)
         self.phase = ""
         self._written: tuple[str, int | None] = ("", None)
-        self._main = threading.main_thread().ident
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -157,6 +125,8 @@ class ProgressWriter:
         self._plan: dict[str, Any] = {}  # the phase's totals (phase_plan)
         self._first: int | None = None  # the phase's first batch index, when known
         self._per_batch: tuple[float, str] | None = None  # samples_per_batch
+        #: The batch the timing loop is on: give it to ``run_batches(position=...)``.
+        self.position = LoopPosition()
 
     def describe(self, params: Mapping[str, Any], backend: Any = None) -> None:
         """What the phases entered from now on run: the experiment's ``params`` (its
@@ -173,6 +143,7 @@ class ProgressWriter:
         (without it, the value says no batches done)."""
         with self._lock:
             self.phase = phase
+            self.position.batch = None  # a loop of this phase sets it again
             self._began = time.monotonic()
             self._plan = phase_plan(phase, self._params)
             self._first = 0 if phase == "warmup" else None
@@ -214,8 +185,7 @@ class ProgressWriter:
         return value
 
     def _batch(self) -> int | None:
-        frame = sys._current_frames().get(self._main or 0)
-        return batch_in_frames(_stack(frame))
+        return self.position.batch if self.phase in ("warmup", "timed") else None
 
     def _run(self) -> None:
         # Early looks come faster (0.1 s, doubling up to the interval), so that a
