@@ -46,31 +46,6 @@ _WIDTH, _HEIGHT = 760, 230
 #: The left margin holds the y axis's numbers and, turned upright, its label.
 _LEFT, _RIGHT, _TOP, _BOTTOM = 84, 12, 12, 34
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
- color:#1f2328;background:#fff;max-width:1100px;margin:0 auto;padding:1.2rem 1.5rem 3rem}
-h1{font-size:1.6rem;margin:.2rem 0}
-h2{font-size:1.05rem;margin:1.6rem 0 .3rem;word-break:break-word}
-.meta{color:#59636e;margin:.2rem 0 1rem}
-.alert{background:#ffebe9;border-left:4px solid #cf222e;padding:.4rem 1rem;margin:1rem 0}
-#filter{font:inherit;padding:.3rem .5rem;width:100%;max-width:32rem;box-sizing:border-box}
-.series svg{max-width:100%;height:auto;border:1px solid #d0d7de;border-radius:4px}
-.axis{stroke:#8c959f;stroke-width:1}
-.label{font-size:11px;fill:#59636e}
-.dot{fill:#0969da}
-.dot:hover{fill:#1f2328}
-.ci{stroke:#54aeff;stroke-width:1.5}
-.mean{stroke:#1a7f37;stroke-width:1.5;fill:none}
-.cp{stroke:#8c959f;stroke-width:2;stroke-dasharray:5 4}
-.cp.bad{stroke:#cf222e}
-table{border-collapse:collapse;margin:.4rem 0;font-variant-numeric:tabular-nums}
-th,td{border-bottom:1px solid #d0d7de;padding:.2rem .6rem;text-align:left;vertical-align:top}
-thead th{background:#f6f8fa;white-space:nowrap}
-td.when{white-space:nowrap}
-td.num{text-align:right}
-.bad{color:#cf222e;font-weight:600}
-"""
-
 # Hides every chart whose configuration text does not contain the filter's text.
 _JS = """
 (function () {
@@ -280,7 +255,7 @@ def render_history_page(analysis: HistoryAnalysis, *, source: str = "") -> str:
 <input id="filter" type="search" placeholder="e.g. resnet50 float16" autocomplete="off">
 (<span id="shown">{len(analysis.series)}</span> shown)</p>
 {sections or "<p>No configuration has a value of this metric.</p>"}"""
-    return page_shell(title, _CSS, body, _JS)
+    return page_shell(title, body, _JS)
 
 
 def write_history_page(analysis: HistoryAnalysis, path: Path, *, source: str = "") -> None:
