@@ -1,7 +1,8 @@
 """A history as one HTML page: a time-series chart per configuration, change points
 marked, filterable.
 
-Each chart is inline SVG drawn here (no plotting library, no external resource):
+Each chart is inline SVG drawn by the one SVG writer (:mod:`dlbench.report.charts.svg`;
+no plotting library, no external resource):
 one dot per run, its 95 % confidence interval as a vertical bar where the record has
 one (:func:`~dlbench.report.history.changes.metric_ci`), the mean of each segment
 between change points as a step line, and each change point as a dashed vertical
@@ -27,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import dlbench
-from dlbench.report.charts.charts import axis_label
+from dlbench.report.charts.axes import axis_label, nice_step, tick_values
 from dlbench.report.charts.series import unit_of
+from dlbench.report.charts.svg import Scale, svg_document, text, x_title, y_ticks, y_title
 from dlbench.report.history.changepoint import segment_means
 from dlbench.report.history.changes import Change, HistoryAnalysis, Series
 from dlbench.report.html.markup import escape as _esc
@@ -139,37 +141,24 @@ def _chart(analysis: HistoryAnalysis, series: Series) -> str:
     low, high = low - pad, high + pad
     plot_w = _WIDTH - _LEFT - _RIGHT
     plot_h = _HEIGHT - _TOP - _BOTTOM
-    step = plot_w / max(len(values) - 1, 1)
-
-    def x(i: float) -> float:
-        return _LEFT + (i * step if len(values) > 1 else plot_w / 2)
-
-    def y(v: float) -> float:
-        return _TOP + (high - v) / (high - low) * plot_h
-
+    # One slot per run; a single run sits in the middle.
+    x = Scale(0.0, float(len(values) - 1), _LEFT, _LEFT + plot_w)
+    y = Scale(low, high, _TOP + plot_h, _TOP)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_WIDTH} {_HEIGHT}" '
-        f'width="{_WIDTH}" height="{_HEIGHT}" role="img" '
-        f'aria-label="{_esc(analysis.metric)} over {len(values)} runs">',
         f'<line class="axis" x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}"/>',
         f'<line class="axis" x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_WIDTH - _RIGHT}" '
         f'y2="{_TOP + plot_h}"/>',
+        # The unit the records state (results.throughput_unit for a throughput), as the
+        # charts of `dlbench plot` name it; the latest run's, as the page's heading.
+        y_title(y, 14, y_label(analysis.metric, series)),
+        # Round numbers over the axis, margins included: a flat series has some too.
+        *y_ticks(y, tick_values(low, high, nice_step(high - low, 4)), left=_LEFT),
     ]
-    # The unit the records state (results.throughput_unit for a throughput), as the
-    # charts of `dlbench plot` name it; the latest run's, as the page's heading.
-    label = y_label(analysis.metric, series)
-    parts.append(f'<text class="label ylabel" x="{-(_TOP + plot_h / 2):.1f}" y="14" '
-                 f'transform="rotate(-90)" text-anchor="middle">{_esc(label)}</text>')
-    for value in (low + pad, (low + high) / 2, high - pad):
-        parts.append(f'<text class="label" x="{_LEFT - 6}" y="{y(value) + 4:.1f}" '
-                     f'text-anchor="end">{_esc(_num(value))}</text>')
     first, last = series.points[0].row.record_time, series.points[-1].row.record_time
     base = _TOP + plot_h + 16
-    parts.append(f'<text class="label" x="{_LEFT}" y="{base}">{_esc(_day(first))}</text>')
-    parts.append(f'<text class="label" x="{_WIDTH - _RIGHT}" y="{base}" text-anchor="end">'
-                 f'{_esc(_day(last))}</text>')
-    parts.append(f'<text class="label" x="{_LEFT + plot_w / 2:.1f}" y="{base + 14}" '
-                 f'text-anchor="middle">{len(values)} runs</text>')
+    parts.append(text(_LEFT, base, _day(first), css_class="label"))
+    parts.append(text(_WIDTH - _RIGHT, base, _day(last), anchor="end", css_class="label"))
+    parts.append(x_title(x, base + 14, f"{len(values)} runs", css_class="label"))
     means = segment_means(values, [c.point for c in series.changes])
     steps = " ".join(
         f"{x(max(i - 0.5, 0)):.1f},{y(m):.1f} {x(min(i + 0.5, len(values) - 1)):.1f},{y(m):.1f}"
@@ -188,8 +177,8 @@ def _chart(analysis: HistoryAnalysis, series: Series) -> str:
                          f'x2="{x(i):.1f}" y2="{y(point.value + point.ci):.1f}"/>')
         parts.append(f'<circle class="dot" cx="{x(i):.1f}" cy="{y(point.value):.1f}" r="3">'
                      f"<title>{_esc(_point_title(analysis, series, i))}</title></circle>")
-    parts.append("</svg>")
-    return "".join(parts)
+    return svg_document(_WIDTH, _HEIGHT, parts,
+                        label=f"{analysis.metric} over {len(values)} runs")
 
 
 def _changes_table(series: Series) -> str:
