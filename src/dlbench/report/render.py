@@ -31,14 +31,18 @@ from typing import Any
 from dlbench.formats import REPORT_FORMATS
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
-from dlbench.results.text_table import aligned_lines, csv_line, format_number, one_line
+from dlbench.results.text_table import (
+    MISSING,
+    aligned_lines,
+    csv_line,
+    format_number,
+    one_line,
+)
 from dlbench.results.values import is_number as _is_number
 
 #: The formats a report renders to as lines (html is a page: ``dlbench.report.html.page``).
 RENDER_FORMATS = REPORT_FORMATS
 
-#: Printed for a cell without a value (text and markdown).
-MISSING = "-"
 
 
 def label_columns(table: Table) -> int:

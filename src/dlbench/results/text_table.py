@@ -181,7 +181,7 @@ def aligned_columns(
     spaces between columns and no trailing blanks; or (``markdown``) a GitHub pipe
     table with ``|`` in cells escaped, at least three dashes per column and a ``:`` at
     the right end of the rule of a ``right``-aligned column (unless not
-    ``mark_right``). A ``free_last`` column is free text (a description): its rule is
+    ``mark_right``). In text, a ``free_last`` column is free text (a description): its rule is
     as long as its header only.
 
     >>> aligned_columns(["model", "ms"], [["a", "bcd"], ["1.5", "12.25"]], [False, True],

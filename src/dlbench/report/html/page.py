@@ -27,10 +27,10 @@ from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
 from dlbench.report.html.markup import escape, page_shell
 from dlbench.report.html.profile_section import profile_section_html
-from dlbench.report.render import MISSING, format_value, spread
+from dlbench.report.render import format_value, spread
 from dlbench.report.serving.chart import serving_section_html
 from dlbench.results.io import write_atomically
-from dlbench.results.text_table import format_number
+from dlbench.results.text_table import MISSING, format_number
 from dlbench.results.values import is_number as _is_number
 
 #: Lists (e.g. ``results.time_data``) longer than this are cut in the experiment details.
