@@ -14,7 +14,7 @@ import dlbench
 from dlbench.errors import ResultsError
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
-from dlbench.report.html.markup import escape, page_shell
+from dlbench.report.html.markup import STYLESHEET, escape, page_shell
 from dlbench.report.html.page import MAX_LIST_ITEMS, render_html, write_html_report
 
 EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
@@ -232,13 +232,19 @@ def test_one_escape_rule_for_every_page() -> None:
 
 
 def test_one_page_shell_for_every_page() -> None:
-    page = page_shell("a < b", "p{color:red}", "<p>body</p>", "let x = 1;")
+    page = page_shell("a < b", "<p>body</p>", "let x = 1;")
     assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n")
     assert "<title>a &lt; b</title>" in page
     assert f'<meta name="generator" content="dlbench {dlbench.__version__}">' in page
-    assert page.endswith("<style>p{color:red}</style>\n</head>\n<body>\n<p>body</p>\n"
+    assert page.endswith(f"<style>{STYLESHEET}</style>\n</head>\n<body>\n<p>body</p>\n"
                          "<script>let x = 1;</script>\n</body>\n</html>\n")
+    # One page shell and one stylesheet: no page writes a document or a <style> of its
+    # own, and no rule of the stylesheet is given twice.
     src = Path(dlbench.__file__).parent
-    shells = sorted(str(path.relative_to(src)) for path in src.rglob("*.py")
-                    if "<!DOCTYPE html>" in path.read_text(encoding="utf-8"))
-    assert shells == [str(Path("report/html/markup.py"))]
+    for marker in ("<!DOCTYPE html>", "<style"):
+        shells = sorted(str(path.relative_to(src)) for path in src.rglob("*.py")
+                        if marker in path.read_text(encoding="utf-8"))
+        assert shells == [str(Path("report/html/markup.py"))], marker
+    selectors = re.findall(r"^([^{}\s][^{}]*)\{", STYLESHEET, flags=re.MULTILINE)
+    assert len(selectors) > 30 and len(selectors) == len(set(selectors))
+    assert render_html(Report("r"), []).count("<style>") == 1

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from dlbench.report.cells import Report
+from dlbench.report.charts.axes import nice_step
 from dlbench.report.compare.compare import compare_records
 from dlbench.report.compare.formatting import format_comparison
-from dlbench.report.html.memory_chart import memory_chart_svg, nice_step, unit_for
+from dlbench.report.html.memory_chart import memory_chart_svg, unit_for
 from dlbench.report.html.page import render_html
 from dlbench.report.html.profile_section import operator_table_html, profile_section_html
 from dlbench.report.operators import OperatorChange, compare_operators, record_operators

@@ -136,9 +136,9 @@ def _row_by_row(rows: list[dict[str, Any]], columns: list[str], fmt: str) -> lis
     """format_table as it was written before it went a column at a time."""
     from dlbench.results.text_table import (
         MISSING,
-        _csv_line,
         _format_cell,
         _recorded,
+        csv_line,
         label_value,
         one_line,
     )
@@ -150,7 +150,7 @@ def _row_by_row(rows: list[dict[str, Any]], columns: list[str], fmt: str) -> lis
               _format_cell(shown(row, c), None, truncate=fmt != "csv") for c in columns]
              for row in rows]
     if fmt == "csv":
-        return [_csv_line(line) for line in [columns, *cells]]
+        return [csv_line(line) for line in [columns, *cells]]
     numeric = [any(row.get(c) is not None for row in rows)
                and all(row.get(c) is None or is_number(row.get(c)) for row in rows)
                for c in columns]

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dlbench.results.text_table import choose_columns, format_table
+import dlbench
+from dlbench.results.text_table import (
+    aligned_columns,
+    aligned_lines,
+    choose_columns,
+    csv_line,
+    format_table,
+)
 
 ROWS: list[dict[str, Any]] = [
     {"exp.model": "resnet50", "exp.replica_batch": 32, "results.time": 41.666, "x": [1, 2]},
@@ -94,3 +103,49 @@ def test_choose_columns_for_a_sweep() -> None:
         "exp.gpus",  # present in one record only: it varies
     ]
     assert choose_columns([], preferred) == []
+
+
+def test_aligned_lines_known_answers() -> None:
+    headers, cells = ["name", "ms", "meaning"], [["a|b", "1.5", "x"], ["c", "12.25", "longer"]]
+    right = [False, True, False]
+    assert aligned_lines(headers, cells, right, markdown=False) == [
+        "name     ms  meaning",
+        "----  -----  -------",
+        "a|b     1.5  x",
+        "c     12.25  longer",
+    ]
+    # Markdown: '|' escaped, three dashes at least, ':' for a right-aligned column
+    # unless the caller keeps its rule plain.
+    assert aligned_lines(headers, cells, right, markdown=True) == [
+        "| name |    ms | meaning |",
+        "| ---- | ----: | ------- |",
+        "| a\\|b |   1.5 | x       |",
+        "| c    | 12.25 | longer  |",
+    ]
+    assert aligned_lines(headers, cells, right, markdown=True, mark_right=False)[1] == (
+        "| ---- | ----- | ------- |")
+    # A free-text last column: its rule spans the header, not the longest cell.
+    assert aligned_lines(["k", "what"], [["a", "a long text"]], [False, False],
+                         markdown=False, free_last=True) == ["k  what", "-  ----", "a  a long text"]
+    # Rows and columns give the same table; no row still gives the header and rule.
+    assert aligned_columns(headers, [list(c) for c in zip(*cells, strict=True)], right,
+                           count=2) == aligned_lines(headers, cells, right, markdown=False)
+    assert aligned_lines(["a", "bb"], [], [False, True], markdown=False) == ["a  bb", "-  --"]
+    with pytest.raises(ValueError):
+        aligned_lines(["a"], [["1", "2"]], [False], markdown=False)
+
+
+def test_csv_line_quotes_as_the_csv_module() -> None:
+    assert csv_line(["a,b", 'say "hi"', 1.5, "", None]) == '"a,b","say ""hi""",1.5,,'
+    # A newline inside a value is quoted: the row reads back as one record.
+    assert csv_line(["two\nlines"]) == '"two\nlines"'
+    assert format_table([{"b": "two\nlines"}], ["b"], fmt="csv") == ["b", '"two\nlines"']
+
+
+def test_one_table_layout_in_the_source() -> None:
+    # Every aligned table (query, status, reports, compare, the key list) is laid out
+    # by one module: no other draws a dashed rule or right-aligns a column.
+    src = Path(dlbench.__file__).parent
+    laying_out = sorted(str(path.relative_to(src)) for path in src.rglob("*.py")
+                        if re.search(r'"-" \*|\.rjust\(|:>\{', path.read_text(encoding="utf-8")))
+    assert laying_out == [str(Path("results/text_table.py"))]

@@ -23,8 +23,6 @@ Example::
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from collections.abc import Sequence
@@ -33,14 +31,18 @@ from typing import Any
 from dlbench.formats import REPORT_FORMATS
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
-from dlbench.results.text_table import format_number, one_line
+from dlbench.results.text_table import (
+    MISSING,
+    aligned_lines,
+    csv_line,
+    format_number,
+    one_line,
+)
 from dlbench.results.values import is_number as _is_number
 
 #: The formats a report renders to as lines (html is a page: ``dlbench.report.html.page``).
 RENDER_FORMATS = REPORT_FORMATS
 
-#: Printed for a cell without a value (text and markdown).
-MISSING = "-"
 
 
 def label_columns(table: Table) -> int:
@@ -109,36 +111,6 @@ def _aligned(table: Table, markdown: bool) -> list[str]:
                          _right_aligned(table), markdown)
 
 
-def aligned_lines(
-    headers: Sequence[str], cells: Sequence[Sequence[str]], right: Sequence[bool],
-    markdown: bool,
-) -> list[str]:
-    """A table of cells already formatted as text: aligned columns under a dashed rule,
-    or (``markdown``) a GitHub pipe table whose rule marks the ``right``-aligned
-    columns."""
-    headers = list(headers)
-    cells = [list(line) for line in cells]
-    if markdown:
-        headers = [h.replace("|", "\\|") for h in headers]
-        cells = [[c.replace("|", "\\|") for c in line] for line in cells]
-    minimum = 3 if markdown else 1  # a markdown rule needs three dashes
-    widths = [
-        max([minimum, len(headers[i])] + [len(line[i]) for line in cells])
-        for i in range(len(headers))
-    ]
-
-    def line(values: Sequence[str]) -> list[str]:
-        return [
-            v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right, strict=True)
-        ]
-
-    if markdown:
-        rule = [("-" * (w - 1) + ":") if r else "-" * w for w, r in zip(widths, right, strict=True)]
-        return ["| " + " | ".join(cols) + " |" for cols in [line(headers), rule, *map(line, cells)]]
-    rule = ["-" * w for w in widths]
-    return ["  ".join(cols).rstrip() for cols in [line(headers), rule, *map(line, cells)]]
-
-
 def render_text(report: Report) -> list[str]:
     """The report as aligned plain text."""
     title = one_line(report.title)
@@ -205,11 +177,7 @@ def render_csv(report: Report) -> list[str]:
 def csv_lines(rows: Sequence[Sequence[Any]]) -> list[str]:
     """``rows`` (the header first) as CSV lines: floats at full precision, lists and
     dicts as JSON, missing values empty."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    for row in rows:
-        writer.writerow([_csv_number(v) for v in row])
-    return out.getvalue().splitlines()
+    return [csv_line(map(_csv_number, row)) for row in rows]
 
 
 def _json_cell(value: Any) -> Any:

@@ -14,7 +14,6 @@ holds them (Parquet: :mod:`dlbench.results.parquet`).
 from __future__ import annotations
 
 import contextlib
-import csv
 import gzip
 import io
 import itertools
@@ -31,6 +30,7 @@ from dlbench.errors import ResultsError
 from dlbench.results.log.parser import ParseWarning, iter_logs_as, stream_logs
 from dlbench.results.log.rawjson import RawJSON
 from dlbench.results.parquet import parquet_bytes
+from dlbench.results.text_table import csv_line
 
 WRITE_FORMATS = (".json", ".json.gz", ".jsonl", ".csv", ".parquet")
 
@@ -66,12 +66,10 @@ def _csv_text(records: Sequence[Mapping[str, Any]]) -> str:
         columns.update(dict.fromkeys(record))
     if not columns:
         return ""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    for record in records:
-        writer.writerow(_encode_cell(record[c]) if c in record else "" for c in columns)
-    return out.getvalue()
+    lines = [csv_line(columns), *(
+        csv_line(_encode_cell(record[c]) if c in record else "" for c in columns)
+        for record in records)]
+    return "\n".join(lines) + "\n"
 
 
 def dumps_records(records: Sequence[Mapping[str, Any]]) -> str:

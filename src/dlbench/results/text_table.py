@@ -150,41 +150,75 @@ def format_table(
     by_column = [cells for cells, _ in formatted]
     numeric = [right for _, right in formatted]
     if fmt == "csv":
-        return [_csv_line(line) for line in [header_row, *_lines(by_column, len(rows))]]
+        return [csv_line(line) for line in [header_row, *_lines(by_column, len(rows))]]
 
     header_row = [one_line(h) for h in header_row]
     by_column = [cells if "".join(cells).isprintable() else list(map(one_line, cells))
                  for cells in by_column]
-    if fmt == "markdown":
-        header_row = [h.replace("|", "\\|") for h in header_row]
+    return aligned_columns(header_row, by_column, numeric, markdown=fmt == "markdown",
+                           count=len(rows))
+
+
+def aligned_lines(
+    headers: Sequence[str], cells: Sequence[Sequence[str]], right: Sequence[bool],
+    markdown: bool, *, mark_right: bool = True, free_last: bool = False,
+) -> list[str]:
+    """A table of cells already formatted as text, one sequence per row: see
+    :func:`aligned_columns`, which takes them one sequence per column."""
+    by_column = [list(column) for column in zip(*cells, strict=True)] if cells else [
+        [] for _ in headers]
+    return aligned_columns(headers, by_column, right, markdown=markdown, count=len(cells),
+                           mark_right=mark_right, free_last=free_last)
+
+
+def aligned_columns(
+    headers: Sequence[str], by_column: Sequence[Sequence[str]], right: Sequence[bool], *,
+    markdown: bool = False, count: int = 0, mark_right: bool = True, free_last: bool = False,
+) -> list[str]:
+    """The one layout of every aligned table dlbench prints: cells already formatted
+    as text (one sequence per column, ``count`` rows) padded to their column's width,
+    left-aligned or (``right``) right-aligned, under the header and a dashed rule, two
+    spaces between columns and no trailing blanks; or (``markdown``) a GitHub pipe
+    table with ``|`` in cells escaped, at least three dashes per column and a ``:`` at
+    the right end of the rule of a ``right``-aligned column (unless not
+    ``mark_right``). In text, a ``free_last`` column is free text (a description): its rule is
+    as long as its header only.
+
+    >>> aligned_columns(["model", "ms"], [["a", "bcd"], ["1.5", "12.25"]], [False, True],
+    ...                 count=2)
+    ['model     ms', '-----  -----', 'a        1.5', 'bcd    12.25']
+    """
+    headers = list(headers)
+    if markdown:
+        headers = [h.replace("|", "\\|") for h in headers]
         by_column = [[cell.replace("|", "\\|") for cell in cells] if "|" in "".join(cells)
                      else cells for cells in by_column]
-    widths = [max([len(header), *map(len, cells)]) for header, cells in zip(
-        header_row, by_column, strict=True)]
-    if fmt == "markdown":
-        # A markdown rule needs at least three dashes.
-        widths = [max(width, 3) for width in widths]
+    # A markdown rule needs at least three dashes.
+    minimum = 3 if markdown else 0
+    widths = [max([minimum, len(header), *map(len, cells)]) for header, cells in zip(
+        headers, by_column, strict=True)]
 
     def aligned(line: Sequence[str]) -> list[str]:
         return [
-            cell.rjust(width) if right else cell.ljust(width)
-            for cell, width, right in zip(line, widths, numeric, strict=True)
+            cell.rjust(width) if r else cell.ljust(width)
+            for cell, width, r in zip(line, widths, right, strict=True)
         ]
 
-    padded = [[cell.rjust(width) for cell in cells] if right else
+    padded = [[cell.rjust(width) for cell in cells] if r else
               [cell.ljust(width) for cell in cells]
-              for cells, width, right in zip(by_column, widths, numeric, strict=True)]
-    body = _lines(padded, len(rows))
-    if fmt == "markdown":
+              for cells, width, r in zip(by_column, widths, right, strict=True)]
+    body = _lines(padded, count)
+    if markdown:
         # The ':' at the right end of the rule marks a right-aligned column.
         rule = [
-            ("-" * (w - 1) + ":") if right else "-" * w
-            for w, right in zip(widths, numeric, strict=True)
+            ("-" * (w - 1) + ":") if r and mark_right else "-" * w
+            for w, r in zip(widths, right, strict=True)
         ]
-        return ["| " + " | ".join(line) + " |" for line in [aligned(header_row), rule, *body]]
-
+        return ["| " + " | ".join(line) + " |" for line in [aligned(headers), rule, *body]]
     rule = ["-" * width for width in widths]
-    return ["  ".join(line).rstrip() for line in [aligned(header_row), rule, *body]]
+    if free_last and headers:
+        rule[-1] = "-" * len(headers[-1])
+    return ["  ".join(line).rstrip() for line in [aligned(headers), rule, *body]]
 
 
 def _lines(by_column: list[list[str]], count: int) -> list[Sequence[str]]:
@@ -231,10 +265,15 @@ def _column_cells(
             for v in values], numeric
 
 
-def _csv_line(values: Iterable[str]) -> str:
+def csv_line(values: Iterable[Any]) -> str:
+    """One CSV row as text without its line end, as every CSV dlbench writes quotes it
+    (the ``csv`` module's default dialect): a record of ``dlbench query``, a cell of
+    a report, a row of an export or a baseline."""
     out = io.StringIO()
-    csv.writer(out, lineterminator="").writerow(values)
-    return out.getvalue()
+    # The csv module quotes a field holding a character of the line terminator: with
+    # "\n", a value with a newline is quoted and the row reads back as one.
+    csv.writer(out, lineterminator="\n").writerow(values)
+    return out.getvalue()[:-1]
 
 
 def swept(key: str) -> bool:

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dlbench.report.charts.axes import axis_label
 from dlbench.report.charts.series import (
     AGGREGATIONS,
     ChartError,
@@ -97,16 +98,6 @@ class DrawnChart:
     chart: str
     legend: Legend | None = None
     labels: dict[str, Any] = field(default_factory=dict)
-
-
-def axis_label(name: str | None, unit: str) -> str:
-    """``name (unit)``; the name alone when there is no unit, or when it already says
-    the unit; the unit alone when there is no name."""
-    if not unit:
-        return name or ""
-    if not name:
-        return unit
-    return name if unit in name else f"{name} ({unit})"
 
 
 def _categories(series: Sequence[ChartSeries]) -> list[Any]:

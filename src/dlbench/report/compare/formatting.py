@@ -27,8 +27,8 @@ from dlbench.report.compare.compare import (
     value_text,
 )
 from dlbench.report.operators import OperatorChange
-from dlbench.report.render import aligned_lines, csv_lines
-from dlbench.results.text_table import one_line
+from dlbench.report.render import csv_lines
+from dlbench.results.text_table import aligned_lines, one_line
 
 FORMATS = REPORT_FORMATS
 
@@ -111,15 +111,12 @@ def format_comparison(c: Comparison, fmt: str = "text") -> list[str]:
     cells = [[*(value_text(row.config[n]) for n in c.columns), _number(row.a), _number(row.b),
               f"{row.ratio:.4f}", f"{row.change_pct:+.2f}", _p_text(row.p_value), row.verdict]
              for row in c.rows]
-    # Labels left-aligned; numbers read better right-aligned, so pad them here.
-    for i in range(len(c.columns), len(headers) - 1):
-        width = max(len(headers[i]), *(len(line[i]) for line in cells))
-        headers[i] = headers[i].rjust(width)
-        for line in cells:
-            line[i] = line[i].rjust(width)
+    # Labels left-aligned; numbers read better right-aligned. The markdown rule has
+    # always marked no column right-aligned: kept, so that its output stays the same.
+    right = [False] * len(c.columns) + [True] * (len(headers) - len(c.columns) - 1) + [False]
     table = aligned_lines([one_line(h) for h in headers],
                           [[one_line(cell) for cell in line] for line in cells],
-                          [False] * len(headers), markdown=fmt == "markdown")
+                          right, markdown=fmt == "markdown", mark_right=False)
     return [*_header(c), "", *table, "", *_summary(c),
             *_operator_sections(c, markdown=fmt == "markdown")]
 

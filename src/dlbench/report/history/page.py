@@ -1,7 +1,8 @@
 """A history as one HTML page: a time-series chart per configuration, change points
 marked, filterable.
 
-Each chart is inline SVG drawn here (no plotting library, no external resource):
+Each chart is inline SVG drawn by the one SVG writer (:mod:`dlbench.report.charts.svg`;
+no plotting library, no external resource):
 one dot per run, its 95 % confidence interval as a vertical bar where the record has
 one (:func:`~dlbench.report.history.changes.metric_ci`), the mean of each segment
 between change points as a step line, and each change point as a dashed vertical
@@ -27,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import dlbench
-from dlbench.report.charts.charts import axis_label
+from dlbench.report.charts.axes import axis_label, nice_step, tick_values
 from dlbench.report.charts.series import unit_of
+from dlbench.report.charts.svg import Scale, svg_document, text, x_title, y_ticks, y_title
 from dlbench.report.history.changepoint import segment_means
 from dlbench.report.history.changes import Change, HistoryAnalysis, HistorySeries
 from dlbench.report.html.markup import escape as _esc
@@ -45,31 +47,6 @@ TOOLTIP_KEYS = (
 _WIDTH, _HEIGHT = 760, 230
 #: The left margin holds the y axis's numbers and, turned upright, its label.
 _LEFT, _RIGHT, _TOP, _BOTTOM = 84, 12, 12, 34
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
- color:#1f2328;background:#fff;max-width:1100px;margin:0 auto;padding:1.2rem 1.5rem 3rem}
-h1{font-size:1.6rem;margin:.2rem 0}
-h2{font-size:1.05rem;margin:1.6rem 0 .3rem;word-break:break-word}
-.meta{color:#59636e;margin:.2rem 0 1rem}
-.alert{background:#ffebe9;border-left:4px solid #cf222e;padding:.4rem 1rem;margin:1rem 0}
-#filter{font:inherit;padding:.3rem .5rem;width:100%;max-width:32rem;box-sizing:border-box}
-.series svg{max-width:100%;height:auto;border:1px solid #d0d7de;border-radius:4px}
-.axis{stroke:#8c959f;stroke-width:1}
-.label{font-size:11px;fill:#59636e}
-.dot{fill:#0969da}
-.dot:hover{fill:#1f2328}
-.ci{stroke:#54aeff;stroke-width:1.5}
-.mean{stroke:#1a7f37;stroke-width:1.5;fill:none}
-.cp{stroke:#8c959f;stroke-width:2;stroke-dasharray:5 4}
-.cp.bad{stroke:#cf222e}
-table{border-collapse:collapse;margin:.4rem 0;font-variant-numeric:tabular-nums}
-th,td{border-bottom:1px solid #d0d7de;padding:.2rem .6rem;text-align:left;vertical-align:top}
-thead th{background:#f6f8fa;white-space:nowrap}
-td.when{white-space:nowrap}
-td.num{text-align:right}
-.bad{color:#cf222e;font-weight:600}
-"""
 
 # Hides every chart whose configuration text does not contain the filter's text.
 _JS = """
@@ -164,37 +141,24 @@ def _chart(analysis: HistoryAnalysis, series: HistorySeries) -> str:
     low, high = low - pad, high + pad
     plot_w = _WIDTH - _LEFT - _RIGHT
     plot_h = _HEIGHT - _TOP - _BOTTOM
-    step = plot_w / max(len(values) - 1, 1)
-
-    def x(i: float) -> float:
-        return _LEFT + (i * step if len(values) > 1 else plot_w / 2)
-
-    def y(v: float) -> float:
-        return _TOP + (high - v) / (high - low) * plot_h
-
+    # One slot per run; a single run sits in the middle.
+    x = Scale(0.0, float(len(values) - 1), _LEFT, _LEFT + plot_w)
+    y = Scale(low, high, _TOP + plot_h, _TOP)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_WIDTH} {_HEIGHT}" '
-        f'width="{_WIDTH}" height="{_HEIGHT}" role="img" '
-        f'aria-label="{_esc(analysis.metric)} over {len(values)} runs">',
         f'<line class="axis" x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}"/>',
         f'<line class="axis" x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_WIDTH - _RIGHT}" '
         f'y2="{_TOP + plot_h}"/>',
+        # The unit the records state (results.throughput_unit for a throughput), as the
+        # charts of `dlbench plot` name it; the latest run's, as the page's heading.
+        y_title(y, 14, y_label(analysis.metric, series)),
+        # Round numbers over the axis, margins included: a flat series has some too.
+        *y_ticks(y, tick_values(low, high, nice_step(high - low, 4)), left=_LEFT),
     ]
-    # The unit the records state (results.throughput_unit for a throughput), as the
-    # charts of `dlbench plot` name it; the latest run's, as the page's heading.
-    label = y_label(analysis.metric, series)
-    parts.append(f'<text class="label ylabel" x="{-(_TOP + plot_h / 2):.1f}" y="14" '
-                 f'transform="rotate(-90)" text-anchor="middle">{_esc(label)}</text>')
-    for value in (low + pad, (low + high) / 2, high - pad):
-        parts.append(f'<text class="label" x="{_LEFT - 6}" y="{y(value) + 4:.1f}" '
-                     f'text-anchor="end">{_esc(_num(value))}</text>')
     first, last = series.points[0].row.record_time, series.points[-1].row.record_time
     base = _TOP + plot_h + 16
-    parts.append(f'<text class="label" x="{_LEFT}" y="{base}">{_esc(_day(first))}</text>')
-    parts.append(f'<text class="label" x="{_WIDTH - _RIGHT}" y="{base}" text-anchor="end">'
-                 f'{_esc(_day(last))}</text>')
-    parts.append(f'<text class="label" x="{_LEFT + plot_w / 2:.1f}" y="{base + 14}" '
-                 f'text-anchor="middle">{len(values)} runs</text>')
+    parts.append(text(_LEFT, base, _day(first), css_class="label"))
+    parts.append(text(_WIDTH - _RIGHT, base, _day(last), anchor="end", css_class="label"))
+    parts.append(x_title(x, base + 14, f"{len(values)} runs", css_class="label"))
     means = segment_means(values, [c.point for c in series.changes])
     steps = " ".join(
         f"{x(max(i - 0.5, 0)):.1f},{y(m):.1f} {x(min(i + 0.5, len(values) - 1)):.1f},{y(m):.1f}"
@@ -213,8 +177,8 @@ def _chart(analysis: HistoryAnalysis, series: HistorySeries) -> str:
                          f'x2="{x(i):.1f}" y2="{y(point.value + point.ci):.1f}"/>')
         parts.append(f'<circle class="dot" cx="{x(i):.1f}" cy="{y(point.value):.1f}" r="3">'
                      f"<title>{_esc(_point_title(analysis, series, i))}</title></circle>")
-    parts.append("</svg>")
-    return "".join(parts)
+    return svg_document(_WIDTH, _HEIGHT, parts,
+                        label=f"{analysis.metric} over {len(values)} runs")
 
 
 def _changes_table(series: HistorySeries) -> str:
@@ -280,7 +244,7 @@ def render_history_page(analysis: HistoryAnalysis, *, source: str = "") -> str:
 <input id="filter" type="search" placeholder="e.g. resnet50 float16" autocomplete="off">
 (<span id="shown">{len(analysis.series)}</span> shown)</p>
 {sections or "<p>No configuration has a value of this metric.</p>"}"""
-    return page_shell(title, _CSS, body, _JS)
+    return page_shell(title, body, _JS)
 
 
 def write_history_page(analysis: HistoryAnalysis, path: Path, *, source: str = "") -> None:

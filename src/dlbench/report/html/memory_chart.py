@@ -6,9 +6,10 @@ is a black mark on the same row. Every bar of a chart shares one axis, labelled 
 bytes, KiB, MiB or GiB (whichever keeps the largest value at 1 or more), so that the
 experiments of a sweep compare at a glance.
 
-Written by hand rather than with matplotlib: a few rectangles need no plotting
-library, the chart draws the same on every machine, and a test can read each
-segment's bytes and width back from the SVG. Every text is HTML-escaped.
+Written by hand rather than with matplotlib, by the one SVG writer
+(:mod:`dlbench.report.charts.svg`): a few rectangles need no plotting library, the
+chart draws the same on every machine, and a test can read each segment's bytes and
+width back from the SVG. Every text is HTML-escaped.
 
 Example::
 
@@ -21,6 +22,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dlbench.report.charts.axes import axis_label, nice_step, tick_values
+from dlbench.report.charts.svg import Scale, svg_document, text, x_grid, x_title
 from dlbench.report.html.markup import escape
 from dlbench.results.values import is_number as _is_number
 
@@ -69,20 +72,6 @@ def bytes_text(value: float) -> str:
     return exact if size == 1.0 else f"{exact} ({value / size:,.2f} {name})"
 
 
-def nice_step(span: float, ticks: int = 5) -> float:
-    """A round tick step (1, 2, 2.5 or 5 times a power of ten) for about ``ticks``
-    intervals over ``span``.
-
-    >>> nice_step(37.5), nice_step(1000.0), nice_step(0.2)
-    (10.0, 200.0, 0.05)
-    """
-    if span <= 0:
-        return 1.0
-    raw = span / ticks
-    power = 10.0 ** math.floor(math.log10(raw))
-    return next(m * power for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * power >= raw)
-
-
 def _short(label: str) -> str:
     return label if len(label) <= _MAX_LABEL else label[: _MAX_LABEL - 1] + "…"
 
@@ -122,29 +111,19 @@ def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     axis_y = _TOP + _ROW * len(drawn) + 4
     height = axis_y + 44
 
-    def x_of(value: float) -> float:
-        return left + value / domain * _PLOT_WIDTH
-
+    # The scale in bytes; the ticks and their numbers in the unit.
+    x_of = Scale(0.0, domain, left, left + _PLOT_WIDTH)
+    in_unit = Scale(0.0, domain / size, left, left + _PLOT_WIDTH)
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="memory-chart" role="img" '
-        f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'font-family="system-ui,sans-serif" font-size="12" fill="#1f2328">',
         f"<title>{escape(f'memory breakdown of {len(drawn)} experiment(s), in {unit}')}</title>",
         *_legend(left, any(p is not None for p in peaks)),
+        *x_grid(in_unit, tick_values(0.0, domain / size, step), top=_TOP - 4, bottom=axis_y),
+        x_title(in_unit, axis_y + 36, axis_label("memory", unit)),
     ]
-    ticks = round(domain / size / step)
-    for i in range(ticks + 1):
-        value = i * step
-        x = x_of(value * size)
-        out.append(f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{_TOP - 4:.1f}" y2="{axis_y:.1f}" '
-                   f'stroke="#d0d7de"/><text x="{x:.2f}" y="{axis_y + 16:.1f}" '
-                   f'text-anchor="middle">{escape(f"{value:,.10g}")}</text>')
-    out.append(f'<text class="axis-title" x="{left + _PLOT_WIDTH / 2:.1f}" y="{axis_y + 36:.1f}" '
-               f'text-anchor="middle">{escape(f"memory ({unit})")}</text>')
     for row, ((label, record), total, peak) in enumerate(zip(drawn, totals, peaks, strict=True)):
         y = _TOP + row * _ROW + (_ROW - _BAR) / 2
-        out.append(f'<g class="row"><title>{escape(label)}</title><text x="{left - 8:.1f}" '
-                   f'y="{y + _BAR - 3:.1f}" text-anchor="end">{escape(_short(label))}</text></g>')
+        out.append(f'<g class="row"><title>{escape(label)}</title>'
+                   f'{text(left - 8, y + _BAR - 3, _short(label), anchor="end")}</g>')
         x = left
         for name, key, colour in PARTS:
             part = _bytes(record.get(key))
@@ -159,8 +138,8 @@ def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         if total:
             # After the bar, and after the peak's mark where that lies further right.
             text_x = max(x, x_of(peak) if peak is not None else x) + 6
-            out.append(f'<text class="total" x="{text_x:.1f}" y="{y + _BAR - 3:.1f}">'
-                       f"{escape(f'{total / size:,.4g} {unit}')}</text>")
+            out.append(text(text_x, y + _BAR - 3, f"{total / size:,.4g} {unit}",
+                            css_class="total"))
         if peak is not None:
             px = x_of(peak)
             out.append(
@@ -168,5 +147,4 @@ def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
                 f"{escape(f'{label}: allocator peak {bytes_text(peak)}')}</title>"
                 f'<line x1="{px:.4f}" x2="{px:.4f}" y1="{y - 3:.1f}" y2="{y + _BAR + 3:.1f}" '
                 f'stroke="#1f2328" stroke-width="3"/></g>')
-    out.append("</svg>")
-    return "\n".join(out)
+    return svg_document(width, height, out, css_class="memory-chart", font=True)

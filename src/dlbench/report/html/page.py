@@ -27,10 +27,10 @@ from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
 from dlbench.report.html.markup import escape, page_shell
 from dlbench.report.html.profile_section import profile_section_html
-from dlbench.report.render import MISSING, format_value, spread
+from dlbench.report.render import format_value, spread
 from dlbench.report.serving.chart import serving_section_html
 from dlbench.results.io import write_atomically
-from dlbench.results.text_table import format_number
+from dlbench.results.text_table import MISSING, format_number
 from dlbench.results.values import is_number as _is_number
 
 #: Lists (e.g. ``results.time_data``) longer than this are cut in the experiment details.
@@ -40,44 +40,6 @@ MAX_LIST_ITEMS = 20
 _LABEL_KEYS = ("exp.framework", "exp.model", "exp.phase")
 
 _ENVIRONMENT_PREFIXES = ("sys.", "hw.")
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
- color:#1f2328;background:#fff;max-width:1200px;margin:0 auto;padding:1.2rem 1.5rem 3rem}
-h1{font-size:1.6rem;margin:.2rem 0}
-h2{font-size:1.25rem;border-bottom:1px solid #d0d7de;padding-bottom:.2rem;margin-top:2rem}
-h3{font-size:1.05rem;margin:1.2rem 0 .3rem}
-.meta{color:#59636e;margin:.2rem 0 1rem}
-nav a{margin-right:1rem}
-a{color:#0969da}
-table{border-collapse:collapse;margin:.4rem 0;font-variant-numeric:tabular-nums}
-th,td{border-bottom:1px solid #d0d7de;padding:.25rem .65rem;text-align:left;vertical-align:top}
-thead th{background:#f6f8fa;white-space:nowrap}
-table.sortable thead th{cursor:pointer;user-select:none}
-th[aria-sort=ascending]::after{content:" \\25B2";font-size:.7em}
-th[aria-sort=descending]::after{content:" \\25BC";font-size:.7em}
-td.num,th.num{text-align:right}
-td.missing{color:#8c959f}
-.group{color:#59636e;margin:0}
-.notes{color:#59636e;font-size:.92em;margin:.2rem 0 1rem;padding-left:1.2rem}
-.warnings{background:#fff8c5;border-left:4px solid #d4a72c;padding:.4rem 1rem;margin:1rem 0}
-.summary{background:#f6f8fa;padding:.5rem 1rem .5rem 2rem;border-radius:6px}
-.failure{background:#ffebe9;border:1px solid #ff8182;border-left:6px solid #cf222e;
- border-radius:6px;padding:.3rem 1rem;margin:.8rem 0}
-.failure h3{margin:.4rem 0}
-.status{font-weight:700;text-transform:uppercase;letter-spacing:.03em}
-.status-bad{color:#cf222e}
-.status-ok{color:#1a7f37}
-pre{white-space:pre-wrap;word-break:break-word;background:#fff;border:1px solid #d0d7de;
- border-radius:4px;padding:.5rem;margin:.4rem 0;font-size:.92em}
-details{border:1px solid #d0d7de;border-radius:6px;margin:.35rem 0;padding:.25rem .7rem}
-summary{cursor:pointer}
-details table.kv td:first-child{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;
- white-space:nowrap}
-figure{margin:1rem 0}
-figcaption{font-weight:600;margin-bottom:.3rem}
-.chart svg{max-width:100%;height:auto}
-"""
 
 # Sorts a table by the clicked header; numeric cells carry their raw value in
 # data-sort so that "1,000.00" or a floatfmt never decides the order.
@@ -342,7 +304,7 @@ def render_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
 <section id="experiments"><h2>Experiments ({len(records)})</h2>
 {experiments or "<p>No records.</p>"}
 </section>"""
-    return page_shell(report.title, _CSS, body, _JS)
+    return page_shell(report.title, body, _JS)
 
 
 def write_html_report(report: Report, records: Sequence[Mapping[str, Any]], path: Path) -> None:

@@ -45,6 +45,7 @@ from dlbench.report.scorecard.gpu_reports import copy_values
 from dlbench.results.jsontext import MAX_DEPTH, loads_json, nests_deeper
 from dlbench.results.keys.lookup import higher_is_better as declared_higher_is_better
 from dlbench.results.query import parse_query
+from dlbench.results.text_table import csv_line
 
 BASELINE_FORMATS = (".json", ".yaml", ".yml", ".csv")
 #: Runs each benchmark needs by default: Mila's report drops the best and the worst
@@ -311,13 +312,10 @@ def dump_baseline(baseline: Baseline, path: str | Path) -> str:
 
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     if suffix == ".csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["name", "target", "weight", "metric", "query"])
-        for b in baseline.benchmarks:
-            writer.writerow([b.name, repr(b.target), repr(b.weight), baseline.metric_of(b),
-                             json.dumps(b.query)])
-        return out.getvalue()
+        rows = [["name", "target", "weight", "metric", "query"], *(
+            [b.name, repr(b.target), repr(b.weight), baseline.metric_of(b), json.dumps(b.query)]
+            for b in baseline.benchmarks)]
+        return "".join(csv_line(row) + "\n" for row in rows)
     raise _unknown_extension(path)
 
 

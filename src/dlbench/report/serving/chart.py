@@ -30,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dlbench.report.cells import Report
-from dlbench.report.charts.charts import DrawnChart, Panel, axis_label, save_chart
+from dlbench.report.charts.axes import axis_label, tick_text
+from dlbench.report.charts.charts import DrawnChart, Panel, save_chart
 from dlbench.report.charts.series import ChartSeries, value_text
 from dlbench.report.serving.curves import (
     KNEE_FACTOR,
@@ -192,7 +193,7 @@ def draw_serving_chart(curves: Sequence[ServingCurve]) -> DrawnChart:
         from matplotlib.ticker import FuncFormatter
 
         axes.set_yscale("log")
-        axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: tick_text(value)))
     axes.set_ylim(*_limits(heights, log))
     axes.set_xlim(*_limits([*xs, 0.0], False))
     axes.grid(True, alpha=0.3)

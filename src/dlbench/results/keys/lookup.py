@@ -26,6 +26,7 @@ from typing import Any
 
 from dlbench.errors import MetricError
 from dlbench.results.keys.table import PLACEHOLDERS, RESULT_KEYS, ResultKey
+from dlbench.results.text_table import aligned_lines
 from dlbench.results.values import is_number
 
 __all__ = [
@@ -201,11 +202,9 @@ def describe_keys(pattern: str | None = None) -> list[str]:
     keys = [k for k in RESULT_KEYS if regex is None or regex.search(k.name)]
     if not keys:
         return []
-    rows = [["name", "type", "unit", "better", "meaning"], *(_row(k) for k in keys)]
-    widths = [max(len(r[c]) for r in rows) for c in range(4)]
-    lines = ["  ".join([*(r[c].ljust(widths[c]) for c in range(4)), r[4]]).rstrip()
-             for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in [*widths, len(rows[0][4])]))
+    # The meaning is free text: its rule spans the header only.
+    lines = aligned_lines(["name", "type", "unit", "better", "meaning"],
+                          [_row(k) for k in keys], [False] * 5, markdown=False, free_last=True)
     used = _placeholders_of(keys)
     if used:
         lines.append("")
