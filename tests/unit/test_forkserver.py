@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,22 @@ def test_the_server_refuses_a_gpu_worker_once_the_cuda_driver_is_loaded(
     assert "CUDA driver" in forkserver_main._unsafe_to_fork(many, gpu=True, maps=str(loaded))
     # A CPU worker never starts CUDA: the driver in the server does not concern it.
     assert forkserver_main._unsafe_to_fork(many, gpu=False, maps=str(loaded)) == ""
+    # Loaded but not initialised (importing PyTorch's CUDA build maps the driver):
+    # the driver's own answer decides, asked of the library the map names.
+    asked: list[str] = []
+
+    def answer(code: int) -> Callable[[str], int]:
+        def probe(path: str) -> int:
+            asked.append(path)
+            return code
+        return probe
+
+    not_initialised = answer(forkserver_main.CUDA_ERROR_NOT_INITIALIZED)
+    assert forkserver_main._unsafe_to_fork(many, True, str(loaded), not_initialised) == ""
+    assert asked == ["/usr/lib/libcuda.so.1"]
+    assert "CUDA driver is initialised" in forkserver_main._unsafe_to_fork(
+        many, True, str(loaded), answer(0))
+    assert forkserver_main.cuda_driver_initialised(str(clean), answer(0)) is False
 
     class Cuda:
         @staticmethod

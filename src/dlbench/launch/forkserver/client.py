@@ -21,7 +21,8 @@ environment as the server's (a different one starts a new server).
 
 GPUs: CUDA cannot survive a fork of a process that initialised it, but the server
 never does (it runs no framework operation, and checks before each fork that CUDA is
-not initialised and, for a GPU experiment, that the CUDA driver is not even loaded),
+not initialised and, for a GPU experiment, that the CUDA driver is not initialised
+either),
 so a child may initialise CUDA itself, as a fresh worker does. Frameworks whose child
 may do so are :data:`GPU_FORK_SAFE_MODULES` (PyTorch, which starts CUDA lazily); the
 others run GPU experiments, and CPU experiments on a machine whose GPU they could see,
@@ -161,8 +162,8 @@ class ForkServer:
     def fork(self, exp_json: Path, log_path: Path, env: Mapping[str, str],
              gpu: bool = False) -> ForkedWorker:
         """A worker for ``exp_json``, forked by the server, writing to ``log_path``;
-        ``gpu``: it will use a GPU (the server then also checks that no CUDA driver is
-        loaded in itself)."""
+        ``gpu``: it will use a GPU (the server then also checks that the CUDA driver is
+        not initialised in itself)."""
         request = {"argv": [str(exp_json)], "log": str(log_path),
                    "env": dict(env), "cwd": os.getcwd(), "gpu": gpu}
         try:

@@ -15,9 +15,11 @@ The server itself stays single-threaded in Python and never runs a framework
 operation, so no thread pool and no GPU context exist when it forks: before each
 fork it checks that no Python thread was started and, when PyTorch is loaded, that
 CUDA is not initialised; before forking a worker that will use a GPU, also that the
-CUDA driver (``libcuda``) is not loaded in the server at all (a device query such as
+CUDA driver (``libcuda``) is not initialised in the server (a device query such as
 ``torch.cuda.is_available()`` initialises the driver without PyTorch counting CUDA as
-initialised, and a child of such a process cannot start CUDA). Otherwise it refuses
+initialised, and a child of such a process cannot start CUDA). The driver may be
+loaded, as importing PyTorch's CUDA build loads it: the driver is asked, without
+initialising it, whether ``cuInit`` was called. Otherwise it refuses
 and the runner starts a plain worker. The server asks PyTorch for NVML's device count
 (``PYTORCH_NVML_BASED_CUDA_CHECK=1``, which does not load the driver) should an import
 query the devices; each child gets the experiment's own environment back.
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import gc
 import importlib
 import io
@@ -44,6 +47,7 @@ import socket
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from dlbench.launch.local.process import die_with_parent
@@ -55,22 +59,63 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 #: The CUDA driver's library, as it appears among a process's mappings once loaded.
 CUDA_DRIVER = "libcuda.so"
+#: What the driver answers to any call but ``cuInit`` before ``cuInit`` was called.
+CUDA_ERROR_NOT_INITIALIZED = 3
+
+#: Asks the loaded driver library at a path for its current context: the driver's
+#: answer code. Replaced in tests.
+DriverProbe = Callable[[str], int]
+
+
+def cuda_driver_path(maps: str = "/proc/self/maps") -> str:
+    """The path of the CUDA driver library mapped into this process (``maps``: the
+    process's memory map), or ``""`` when it is not loaded or the map cannot be read."""
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if CUDA_DRIVER in line:
+                    return line.split(maxsplit=5)[-1].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def cuda_driver_loaded(maps: str = "/proc/self/maps") -> bool:
-    """Whether the CUDA driver library is mapped into this process (``maps``: the
-    process's memory map); False where the map cannot be read."""
-    try:
-        with open(maps, encoding="utf-8", errors="replace") as lines:
-            return any(CUDA_DRIVER in line for line in lines)
-    except OSError:
+    """Whether the CUDA driver library is mapped into this process; False where the
+    map cannot be read."""
+    return bool(cuda_driver_path(maps))
+
+
+def _current_context(path: str) -> int:
+    # RTLD_NOLOAD: only a library already loaded is opened, nothing new is loaded.
+    # cuCtxGetCurrent never initialises the driver: before cuInit it answers
+    # CUDA_ERROR_NOT_INITIALIZED, after it 0 (success, with or without a context).
+    driver = ctypes.CDLL(path, mode=os.RTLD_NOLOAD)
+    context = ctypes.c_void_p()
+    return int(driver.cuCtxGetCurrent(ctypes.byref(context)))
+
+
+def cuda_driver_initialised(maps: str = "/proc/self/maps",
+                            probe: DriverProbe = _current_context) -> bool:
+    """Whether the CUDA driver is loaded in this process and initialised (``cuInit``
+    was called, e.g. by a device query): a forked child of such a process cannot
+    start CUDA. Merely loaded is harmless (importing PyTorch 2.11's CUDA build maps
+    the library without calling it). A driver that cannot be asked counts as
+    initialised."""
+    path = cuda_driver_path(maps)
+    if not path:
         return False
+    try:
+        return probe(path) != CUDA_ERROR_NOT_INITIALIZED
+    except (OSError, AttributeError):
+        return True
 
 
 def _unsafe_to_fork(threads_at_start: int, gpu: bool = False,
-                    maps: str = "/proc/self/maps") -> str:
+                    maps: str = "/proc/self/maps",
+                    probe: DriverProbe = _current_context) -> str:
     """Why forking now would not give a clean worker, or ``""``; ``gpu``: the worker
-    will use a GPU, so the CUDA driver must not be loaded here either."""
+    will use a GPU, so the CUDA driver must not be initialised here either."""
     if threading.active_count() > 1:
         return f"{threading.active_count()} Python threads are running"
     if os.path.isdir("/proc/self/task"):
@@ -81,8 +126,9 @@ def _unsafe_to_fork(threads_at_start: int, gpu: bool = False,
     cuda = getattr(torch, "cuda", None)
     if cuda is not None and cuda.is_initialized():
         return "CUDA is initialised in the fork server"
-    if gpu and cuda_driver_loaded(maps):
-        return "the CUDA driver is loaded in the fork server: a forked worker could not start CUDA"
+    if gpu and cuda_driver_initialised(maps, probe):
+        return ("the CUDA driver is initialised in the fork server: a forked worker could "
+                "not start CUDA")
     return ""
 
 
