@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from dlbench.report.cells import Report, Table
 from dlbench.report.html.markup import STYLESHEET, escape, page_shell
 from dlbench.report.html.page import MAX_LIST_ITEMS, render_html, write_html_report
 
+SVG = "{http://www.w3.org/2000/svg}"
 EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
 
 
@@ -92,7 +94,6 @@ def report() -> Report:
 
 @pytest.fixture(scope="module")
 def page() -> str:
-    # Charts take about a second each to draw: render once for the whole module.
     return render_html(report(), RECORDS)
 
 
@@ -142,8 +143,9 @@ def test_all_ok_says_so() -> None:
 
 
 def test_every_experiment_has_collapsible_details_with_sorted_keys(page: str) -> None:
-    assert page.count("<details") == len(RECORDS)
-    block = page[page.index('<details id="exp-0">') : page.index("</details>")]
+    assert page.count("<details id=\"exp-") == len(RECORDS)
+    start = page.index('<details id="exp-0">')
+    block = page[start : page.index("</details>", start)]
     keys = re.findall(r"<tr><td>([a-z_.]+)</td>", block)
     parameters = [k for k in keys if not k.startswith(("results.", "sys.", "hw."))]
     assert parameters == sorted(parameters)
@@ -158,17 +160,28 @@ def test_long_lists_are_cut_with_a_count() -> None:
     assert f"{float(MAX_LIST_ITEMS)}," not in page
 
 
-def test_charts_are_inline_svg_without_prolog_and_with_unique_ids(page: str) -> None:
+def test_charts_are_inline_svg_with_a_title_and_their_points_in_a_table(page: str) -> None:
     charts = page[page.index('<section id="charts">') : page.index('<section id="failures">')]
     assert charts.count("<svg") == 2  # one per model
     assert "resnet50 (fake, cpu): throughput" in charts
     assert "alexnet (fake, cpu): throughput" in charts
     assert "<?xml" not in page and "<!DOCTYPE svg" not in page and "<metadata" not in page
     ids = [attrs["id"] for _, attrs in parse(page).tags if "id" in attrs]
-    assert len(ids) == len(set(ids)), "inline SVGs share the page's ids"
-    # Every internal reference points at an id of the page.
-    refs = re.findall(r'(?:href="#|url\(#)([^")]+)', charts)
-    assert refs and set(refs) <= set(ids)
+    assert len(ids) == len(set(ids))
+    # Nothing inside a chart refers to an id: charts cannot clash with each other.
+    assert not re.findall(r'(?:href="#|url\(#)', charts)
+    for svg in re.findall(r"<svg.*?</svg>", charts, re.S):
+        root = ET.fromstring(svg)
+        assert root[0].tag == f"{SVG}title"
+        assert root[0].text == "results.throughput against exp.replica_batch, 1 series"
+    # Each chart's points again as a table: resnet50's batches 1 and 2, alexnet's 1.
+    tables = re.findall(r"<summary>The chart's points</summary>\n(.*?)</details>", charts, re.S)
+    assert len(tables) == 2
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
+            for row in re.findall(r"<tr>(<td.*?)</tr>", tables[0])]
+    assert [row[:5] for row in rows] == [
+        ["results.throughput", "1", "100.00", "samples/s", "1"],
+        ["results.throughput", "2", "180.00", "samples/s", "1"]]
 
 
 def test_page_is_self_contained(page: str) -> None:
