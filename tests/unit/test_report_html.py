@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,6 +17,9 @@ import dlbench
 from dlbench.errors import ResultsError
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
+from dlbench.report.charts.charts import draw_chart
+from dlbench.report.charts.series import build_series
+from dlbench.report.html.charts import series_chart_svg
 from dlbench.report.html.markup import STYLESHEET, escape, page_shell
 from dlbench.report.html.page import MAX_LIST_ITEMS, render_html, write_html_report
 
@@ -261,3 +266,53 @@ def test_one_page_shell_for_every_page() -> None:
     selectors = re.findall(r"^([^{}\s][^{}]*)\{", STYLESHEET, flags=re.MULTILINE)
     assert len(selectors) > 30 and len(selectors) == len(set(selectors))
     assert render_html(Report("r"), []).count("<style>") == 1
+
+
+def test_the_pages_chart_is_the_png_chart() -> None:
+    # Categorical x (models): points in evenly spaced slots, dodged, never joined; two
+    # units, two panels; the same y labels and legend as dlbench plot's figure.
+    records = [rec(m, 1, t, **{"exp.dtype": d, "results.throughput_unit": u})
+               for m, t in (("bert", 10.0), ("gpt", 30.0))
+               for d, u in (("float32", "tokens/s"), ("float16", "tokens/s"))]
+    records += [rec("resnet", 1, 50.0, **{"exp.dtype": "int8"})]
+    series = build_series(records, "exp.model", "results.throughput")
+    problems: list[str] = []
+    root = ET.fromstring(series_chart_svg(series, xlabel="exp.model",
+                                          ylabel="results.throughput", problems=problems))
+    assert problems == []
+    drawn = draw_chart(series, xlabel="exp.model", ylabel="results.throughput")
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert drawn.labels["ylabels"] == ["results.throughput (tokens/s)",
+                                       "results.throughput (samples/s)"]
+    assert all(label in texts for label in drawn.labels["ylabels"])
+    legend = [" ".join(t.text or "" for t in g.iter(f"{SVG}text"))
+              for g in root.iter(f"{SVG}g") if g.get("class") == "legend-entry"]
+    assert legend == [label.replace("\n", " ") for label in drawn.labels["legend"]]
+    groups = [g for g in root.iter(f"{SVG}g") if g.get("class") == "series"]
+    assert not any(g.find(f"{SVG}polyline") is not None for g in groups)
+    # Three slots over 600 pixels from x=84, 200 pixels each; the two series of the
+    # first panel a quarter of a slot (50 px) apart, either side of the slot's middle.
+    cx = [[float(c.get("cx", "0")) for c in g.iter(f"{SVG}circle")] for g in groups]
+    assert cx == [[159.0, 359.0], [209.0, 409.0], [584.0]]
+    assert [t for t in texts if t in ("bert", "gpt", "resnet")] == ["bert", "gpt", "resnet"]
+
+
+def test_an_html_page_is_built_without_matplotlib() -> None:
+    # The page's charts are the SVG writer's: throughput, serving curves and memory, in
+    # a fresh interpreter, leave matplotlib unloaded.
+    script = (
+        "import sys\n"
+        "from dlbench.report.cells import Report\n"
+        "from dlbench.report.html.page import render_html\n"
+        "from tests.unit.test_report_html import RECORDS\n"
+        "from tests.unit.test_report_serving import _sweep\n"
+        "memory = dict(RECORDS[0], **{'results.memory.weights_bytes': 4096})\n"
+        "page = render_html(Report('r'), [*RECORDS, *_sweep(), memory])\n"
+        "assert page.count('<svg') == 4, page.count('<svg')\n"
+        "print('matplotlib' in sys.modules)\n")
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo / "src"), str(repo)])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, cwd=repo, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "False\n"

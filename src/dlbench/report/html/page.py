@@ -27,7 +27,7 @@ from dlbench.report.cells import Report, Table
 from dlbench.report.html.markup import escape, page_shell
 from dlbench.report.html.profile_section import profile_section_html
 from dlbench.report.render import format_value, spread
-from dlbench.report.serving.chart import serving_section_html
+from dlbench.report.serving.section import serving_section_html
 from dlbench.results.io import write_atomically
 from dlbench.results.text_table import MISSING, format_number
 from dlbench.results.values import is_number as _is_number
