@@ -113,26 +113,35 @@ _PANEL, _GAP = 240.0, 18.0  # height of a panel, and between panels
 _MAX_X_TICKS = 16  # numeric x values get a tick each, up to this many
 
 
-def _x_axis(series: Sequence[ChartSeries]) -> tuple[Scale, list[float], list[str] | None,
-                                                     dict[str, float]]:
-    """The x scale, its ticks and their labels (None: numbers), and each x value's
-    position, as :func:`~dlbench.report.charts.charts.draw_chart` places them."""
+@dataclass
+class _XAxis:
+    """The x axis as :func:`~dlbench.report.charts.charts.draw_chart` lays it out: its
+    scale, ticks and their labels (None: the ticks' numbers), each x value's position,
+    and whether the values are categories (evenly spaced slots, never joined)."""
+
+    scale: Scale
+    ticks: list[float]
+    labels: list[str] | None
+    position: dict[str, float]
+    categorical: bool
+
+
+def _x_axis(series: Sequence[ChartSeries]) -> _XAxis:
     categories = x_categories(series)
     right = _WIDTH - _RIGHT
+    names = [value_text(v) for v in categories]
     if not all(_is_number(v) for v in categories):
         # Half a slot either side, so the first and last points are not on the frame.
-        scale = Scale(-0.5, len(categories) - 0.5, _LEFT, right)
-        slots = [float(i) for i in range(len(categories))]
-        return (scale, slots, [value_text(v) for v in categories],
-                {key_text(v): float(i) for i, v in enumerate(categories)})
+        return _XAxis(Scale(-0.5, len(categories) - 0.5, _LEFT, right),
+                      [float(i) for i in range(len(categories))], names,
+                      {key_text(v): float(i) for i, v in enumerate(categories)}, True)
     values = [float(v) for v in categories]
     low, high = x_limits(values)
-    scale = Scale(low, high, _LEFT, right)
+    position = {key_text(v): float(v) for v in categories}
     if len(values) <= _MAX_X_TICKS:
-        return scale, values, [value_text(v) for v in categories], {
-            key_text(v): float(v) for v in categories}
-    ticks = tick_values(low, high, nice_step(high - low))
-    return scale, ticks, None, {key_text(v): float(v) for v in categories}
+        return _XAxis(Scale(low, high, _LEFT, right), values, names, position, False)
+    return _XAxis(Scale(low, high, _LEFT, right), tick_values(low, high, nice_step(high - low)),
+                  None, position, False)
 
 
 def series_chart_svg(series: Sequence[ChartSeries], *, xlabel: str, ylabel: str,
@@ -144,26 +153,28 @@ def series_chart_svg(series: Sequence[ChartSeries], *, xlabel: str, ylabel: str,
     legend under the axes, inside the image. Each point has a tooltip with its value
     and the number of runs; a point drawn outside its axes is appended to ``problems``.
     """
-    x, x_ticks, x_labels, position = _x_axis(series)
-    categorical = x_labels is not None and x.low == -0.5
+    axis = _x_axis(series)
+    x, categorical = axis.scale, axis.categorical
     right = _WIDTH - _RIGHT
-    parts: list[str] = []
+    panels = unit_panels(series)
+    bottom = _TOP + len(panels) * (_PANEL + _GAP) - _GAP
+    # The grid first: later elements are drawn over earlier ones.
+    parts = x_grid(x, axis.ticks, top=_TOP, bottom=bottom, labels=axis.labels)
     legend_entries: list[LegendEntry] = []
     kinds: list[str] = []
     top = _TOP
     colour_number = 0
-    for unit, members in unit_panels(series):
-        bottom = top + _PANEL
+    for unit, members in panels:
         low, high = y_limits(members, "line")
-        y = Scale(low, high, bottom, top)
+        y = Scale(low, high, top + _PANEL, top)
         label = axis_label(ylabel, unit)
         parts += [*y_grid(y, tick_values(low, high, nice_step(high - low)), left=_LEFT,
                           right=right),
-                  y_title(y, 16, label), frame(_LEFT, top, right, bottom)]
+                  y_title(y, 16, label), frame(_LEFT, top, right, top + _PANEL)]
         count = len(members)
         for number, s in enumerate(members):
             colour = PALETTE[(colour_number + number) % len(PALETTE)]
-            xs = [position[key_text(v)] for v in s.x]
+            xs = [axis.position[key_text(v)] for v in s.x]
             if categorical:  # dodged, so that series at one slot do not hide each other
                 xs = [p + (number - (count - 1) / 2) * (0.5 / count) for p in xs]
             points = [(x(px), y(py)) for px, py in zip(xs, s.y, strict=True)]
@@ -185,9 +196,7 @@ def series_chart_svg(series: Sequence[ChartSeries], *, xlabel: str, ylabel: str,
                                               "marker" if categorical else "line"))
             kinds += [k for k in error_kinds(s) if k not in kinds]
         colour_number += count
-        top = bottom + _GAP
-    bottom = top - _GAP
-    parts += x_grid(x, x_ticks, top=bottom, bottom=bottom, labels=x_labels)
+        top += _PANEL + _GAP
     parts.append(x_title(x, bottom + 36, xlabel))
     entries = legend_entries if series_in_legend(series, ylabel) else []
     entries += [LegendEntry(k, "#000000", "dash" if k == CI_LABEL else "solid")
