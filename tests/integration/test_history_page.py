@@ -31,6 +31,11 @@ def test_a_chart_per_configuration_with_its_change_and_intervals(
     assert text.count('<circle class="dot"') == 60
     assert text.count('<line class="ci"') == 60  # results.ci95_rel in every record
     assert text.count('<line class="cp bad"') == 1
+    # Each chart is named by its <title>, and its runs are a table under it.
+    assert text.count("<title>results.throughput over 30 runs</title>") == 2
+    assert text.count('<details class="runs"><summary>The 30 runs as a table') == 2
+    runs = text.split('<details class="runs">')[1].split("</details>")[0]
+    assert runs.count("<tr><td>#") == 30 and "<td>abc</td>" in runs
     assert "sys.framework_version: 2.3.0 → 2.4.0" in text
     assert "revision: abc" in text and "hw.device_name: NVIDIA A100" in text
     assert "1 new regression(s)" in text

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -14,9 +17,13 @@ import dlbench
 from dlbench.errors import ResultsError
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
+from dlbench.report.charts.charts import draw_chart
+from dlbench.report.charts.series import build_series
+from dlbench.report.html.charts import series_chart_svg
 from dlbench.report.html.markup import STYLESHEET, escape, page_shell
 from dlbench.report.html.page import MAX_LIST_ITEMS, render_html, write_html_report
 
+SVG = "{http://www.w3.org/2000/svg}"
 EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
 
 
@@ -92,7 +99,6 @@ def report() -> Report:
 
 @pytest.fixture(scope="module")
 def page() -> str:
-    # Charts take about a second each to draw: render once for the whole module.
     return render_html(report(), RECORDS)
 
 
@@ -142,8 +148,9 @@ def test_all_ok_says_so() -> None:
 
 
 def test_every_experiment_has_collapsible_details_with_sorted_keys(page: str) -> None:
-    assert page.count("<details") == len(RECORDS)
-    block = page[page.index('<details id="exp-0">') : page.index("</details>")]
+    assert page.count("<details id=\"exp-") == len(RECORDS)
+    start = page.index('<details id="exp-0">')
+    block = page[start : page.index("</details>", start)]
     keys = re.findall(r"<tr><td>([a-z_.]+)</td>", block)
     parameters = [k for k in keys if not k.startswith(("results.", "sys.", "hw."))]
     assert parameters == sorted(parameters)
@@ -158,17 +165,28 @@ def test_long_lists_are_cut_with_a_count() -> None:
     assert f"{float(MAX_LIST_ITEMS)}," not in page
 
 
-def test_charts_are_inline_svg_without_prolog_and_with_unique_ids(page: str) -> None:
+def test_charts_are_inline_svg_with_a_title_and_their_points_in_a_table(page: str) -> None:
     charts = page[page.index('<section id="charts">') : page.index('<section id="failures">')]
     assert charts.count("<svg") == 2  # one per model
     assert "resnet50 (fake, cpu): throughput" in charts
     assert "alexnet (fake, cpu): throughput" in charts
     assert "<?xml" not in page and "<!DOCTYPE svg" not in page and "<metadata" not in page
     ids = [attrs["id"] for _, attrs in parse(page).tags if "id" in attrs]
-    assert len(ids) == len(set(ids)), "inline SVGs share the page's ids"
-    # Every internal reference points at an id of the page.
-    refs = re.findall(r'(?:href="#|url\(#)([^")]+)', charts)
-    assert refs and set(refs) <= set(ids)
+    assert len(ids) == len(set(ids))
+    # Nothing inside a chart refers to an id: charts cannot clash with each other.
+    assert not re.findall(r'(?:href="#|url\(#)', charts)
+    for svg in re.findall(r"<svg.*?</svg>", charts, re.S):
+        root = ET.fromstring(svg)
+        assert root[0].tag == f"{SVG}title"
+        assert root[0].text == "results.throughput against exp.replica_batch, 1 series"
+    # Each chart's points again as a table: resnet50's batches 1 and 2, alexnet's 1.
+    tables = re.findall(r"<summary>The chart's points</summary>\n(.*?)</details>", charts, re.S)
+    assert len(tables) == 2
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
+            for row in re.findall(r"<tr>(<td.*?)</tr>", tables[0])]
+    assert [row[:5] for row in rows] == [
+        ["results.throughput", "1", "100.00", "samples/s", "1"],
+        ["results.throughput", "2", "180.00", "samples/s", "1"]]
 
 
 def test_page_is_self_contained(page: str) -> None:
@@ -248,3 +266,53 @@ def test_one_page_shell_for_every_page() -> None:
     selectors = re.findall(r"^([^{}\s][^{}]*)\{", STYLESHEET, flags=re.MULTILINE)
     assert len(selectors) > 30 and len(selectors) == len(set(selectors))
     assert render_html(Report("r"), []).count("<style>") == 1
+
+
+def test_the_pages_chart_is_the_png_chart() -> None:
+    # Categorical x (models): points in evenly spaced slots, dodged, never joined; two
+    # units, two panels; the same y labels and legend as dlbench plot's figure.
+    records = [rec(m, 1, t, **{"exp.dtype": d, "results.throughput_unit": u})
+               for m, t in (("bert", 10.0), ("gpt", 30.0))
+               for d, u in (("float32", "tokens/s"), ("float16", "tokens/s"))]
+    records += [rec("resnet", 1, 50.0, **{"exp.dtype": "int8"})]
+    series = build_series(records, "exp.model", "results.throughput")
+    problems: list[str] = []
+    root = ET.fromstring(series_chart_svg(series, xlabel="exp.model",
+                                          ylabel="results.throughput", problems=problems))
+    assert problems == []
+    drawn = draw_chart(series, xlabel="exp.model", ylabel="results.throughput")
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert drawn.labels["ylabels"] == ["results.throughput (tokens/s)",
+                                       "results.throughput (samples/s)"]
+    assert all(label in texts for label in drawn.labels["ylabels"])
+    legend = [" ".join(t.text or "" for t in g.iter(f"{SVG}text"))
+              for g in root.iter(f"{SVG}g") if g.get("class") == "legend-entry"]
+    assert legend == [label.replace("\n", " ") for label in drawn.labels["legend"]]
+    groups = [g for g in root.iter(f"{SVG}g") if g.get("class") == "series"]
+    assert not any(g.find(f"{SVG}polyline") is not None for g in groups)
+    # Three slots over 600 pixels from x=84, 200 pixels each; the two series of the
+    # first panel a quarter of a slot (50 px) apart, either side of the slot's middle.
+    cx = [[float(c.get("cx", "0")) for c in g.iter(f"{SVG}circle")] for g in groups]
+    assert cx == [[159.0, 359.0], [209.0, 409.0], [584.0]]
+    assert [t for t in texts if t in ("bert", "gpt", "resnet")] == ["bert", "gpt", "resnet"]
+
+
+def test_an_html_page_is_built_without_matplotlib() -> None:
+    # The page's charts are the SVG writer's: throughput, serving curves and memory, in
+    # a fresh interpreter, leave matplotlib unloaded.
+    script = (
+        "import sys\n"
+        "from dlbench.report.cells import Report\n"
+        "from dlbench.report.html.page import render_html\n"
+        "from tests.unit.test_report_html import RECORDS\n"
+        "from tests.unit.test_report_serving import _sweep\n"
+        "memory = dict(RECORDS[0], **{'results.memory.weights_bytes': 4096})\n"
+        "page = render_html(Report('r'), [*RECORDS, *_sweep(), memory])\n"
+        "assert page.count('<svg') == 4, page.count('<svg')\n"
+        "print('matplotlib' in sys.modules)\n")
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo / "src"), str(repo)])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, cwd=repo, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "False\n"

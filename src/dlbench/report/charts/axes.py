@@ -7,6 +7,7 @@ Example::
     step = nice_step(37.5)                       # 10.0
     [tick_text(v) for v in tick_values(0, 40, step)]  # ['0', '10', '20', '30', '40']
     axis_label("results.time", "ms")             # 'results.time (ms)'
+    log_tick_values(8.0, 170.0)                  # [10.0, 100.0]: a log axis's ticks
 """
 
 from __future__ import annotations
@@ -49,6 +50,26 @@ def tick_values(low: float, high: float, step: float) -> list[float]:
     last = math.floor(high / step + 1e-6)
     # Multiplied, not summed: a sum would carry 0.1 + 0.2 = 0.30000000000000004 along.
     return [i * step for i in range(first, last + 1)]
+
+
+def log_tick_values(low: float, high: float) -> list[float]:
+    """The ticks of a log axis from ``low`` to ``high`` (both above 0): the powers of ten
+    in the range, or, where fewer than two lie in it, 1, 2 and 5 times them.
+
+    >>> log_tick_values(8.0, 170.0), log_tick_values(3.0, 40.0)
+    ([10.0, 100.0], [5.0, 10.0, 20.0])
+    """
+    if not (0 < low <= high and math.isfinite(high)):
+        return []
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    for multiples in ((1.0,), (1.0, 2.0, 5.0)):
+        # Rounded to ten significant digits: 10.0 ** -1 * 2 is 0.2, not 0.20000000000000001.
+        ticks = [float(f"{m * 10.0 ** e:.10g}") for e in range(first, last + 1)
+                 for m in multiples]
+        ticks = [t for t in ticks if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)]
+        if len(ticks) >= 2:
+            break
+    return ticks
 
 
 def tick_text(value: float) -> str:

@@ -100,8 +100,9 @@ class DrawnChart:
     labels: dict[str, Any] = field(default_factory=dict)
 
 
-def _categories(series: Sequence[ChartSeries]) -> list[Any]:
-    """Every x of every series once: sorted when all are numbers, else first seen."""
+def x_categories(series: Sequence[ChartSeries]) -> list[Any]:
+    """Every x of every series once: sorted when all are numbers, else first seen.
+    Categorical (evenly spaced slots) unless all are numbers."""
     seen: dict[str, Any] = {}
     for s in series:
         for value in s.x:
@@ -112,7 +113,7 @@ def _categories(series: Sequence[ChartSeries]) -> list[Any]:
     return values
 
 
-def _panels(series: Sequence[ChartSeries]) -> list[tuple[str, list[ChartSeries]]]:
+def unit_panels(series: Sequence[ChartSeries]) -> list[tuple[str, list[ChartSeries]]]:
     """The series by unit, units in the order first seen."""
     panels: dict[str, list[ChartSeries]] = {}
     for s in series:
@@ -133,7 +134,7 @@ def _extent(series: Sequence[ChartSeries]) -> tuple[float, float]:
     return low, high
 
 
-def _y_limits(series: Sequence[ChartSeries], chart: str) -> tuple[float, float]:
+def y_limits(series: Sequence[ChartSeries], chart: str) -> tuple[float, float]:
     """Limits with a margin around every point and error bar. Non-negative data start
     at 0, so heights read as proportions, unless a line chart's marker would then sit
     on the axis (the axis then starts a little below 0)."""
@@ -151,7 +152,7 @@ def _y_limits(series: Sequence[ChartSeries], chart: str) -> tuple[float, float]:
     return (0.0 if low >= _EDGE * span else -_EDGE * span), high + pad
 
 
-def _x_limits(values: Sequence[float]) -> tuple[float, float]:
+def x_limits(values: Sequence[float]) -> tuple[float, float]:
     low, high = min(values), max(values)
     pad = _PAD * (high - low) if high > low else max(abs(low) * 0.5, 0.5)
     return low - pad, high + pad
@@ -203,13 +204,25 @@ def _draw_panel(axes: Axes, panel: list[ChartSeries], first: int, chart: str,
     return handles, kinds
 
 
+def series_in_legend(series: Sequence[ChartSeries], ylabel: str | None) -> bool:
+    """Whether the legend names the series: not for a single series labelled like the
+    y axis, which says nothing a legend would add."""
+    return len(series) > 1 or bool(series and series[0].label != ylabel)
+
+
+def error_kinds(series: ChartSeries) -> list[str]:
+    """The kinds of error bar ``series`` has (:data:`SD_LABEL`, :data:`CI_LABEL`), as
+    the legend names them."""
+    return [kind for kind, has in ((SD_LABEL, series.err is not None),
+                                   (CI_LABEL, series.ci is not None)) if has]
+
+
 def _legend_entries(series: Sequence[ChartSeries], handles: list[Any], kinds: list[str],
                     ylabel: str | None) -> tuple[list[Any], list[str]]:
     from matplotlib.lines import Line2D
 
     entries: list[tuple[Any, str]] = []
-    # A single series labelled like the y axis says nothing a legend would add.
-    if len(series) > 1 or (series and series[0].label != ylabel):
+    if series_in_legend(series, ylabel):
         entries += list(zip(handles, [s.label for s in series], strict=True))
     for kind in (k for k in (SD_LABEL, CI_LABEL) if k in kinds):
         entries.append((Line2D([], [], color="black",
@@ -265,11 +278,11 @@ def draw_chart(
     # without pyplot uses no GUI backend, so this works on a headless node.
     from matplotlib.figure import Figure
 
-    grouped = _panels(series) or [("", [])]
+    grouped = unit_panels(series) or [("", [])]
     figure = Figure(figsize=(_WIDTH_IN, _FRAME_IN + _PANEL_IN * len(grouped)), dpi=100,
                     layout="constrained")
     all_axes = figure.subplots(len(grouped), 1, sharex=True, squeeze=False)[:, 0]
-    categories = _categories(series)
+    categories = x_categories(series)
     categorical = chart == "bar" or not all(_is_number(v) for v in categories)
     slot = {key_text(value): index for index, value in enumerate(categories)}
     panels: list[Panel] = []
@@ -280,7 +293,7 @@ def draw_chart(
         handles += drawn
         kinds += [k for k in drawn_kinds if k not in kinds]
         if members:
-            axes.set_ylim(*_y_limits(members, chart))
+            axes.set_ylim(*y_limits(members, chart))
         axes.set_axisbelow(True)  # grid lines behind bars, not across them
         axes.grid(True, axis="y" if chart == "bar" else "both", alpha=0.3)
         axes.set_ylabel(axis_label(ylabel, unit))
@@ -295,7 +308,7 @@ def draw_chart(
         if len(categories) <= 16:
             bottom.set_xticks([float(v) for v in categories])
             bottom.set_xticklabels([value_text(v) for v in categories])
-        bottom.set_xlim(*_x_limits([float(v) for v in categories]))
+        bottom.set_xlim(*x_limits([float(v) for v in categories]))
     if xlabel:
         bottom.set_xlabel(xlabel)
     if title:

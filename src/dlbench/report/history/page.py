@@ -8,8 +8,9 @@ one (:func:`~dlbench.report.history.changes.metric_ci`), the mean of each segmen
 between change points as a step line, and each change point as a dashed vertical
 line, red for a regression. Hovering a dot shows its run, value, revision and
 environment; hovering a change shows its size, p-value and what changed with it
-(SVG ``<title>`` elements, which browsers show as tooltips). A text box above the
-charts hides those whose configuration does not contain the text typed.
+(SVG ``<title>`` elements, which browsers show as tooltips). Under each chart, its
+runs as a (collapsed) table. A text box above the charts hides those whose
+configuration does not contain the text typed.
 
 Every value from a record is HTML-escaped (:func:`_esc`): configurations, versions
 and host names are user input.
@@ -201,6 +202,24 @@ def _changes_table(series: HistorySeries) -> str:
             + "".join(rows) + "</tbody></table>")
 
 
+def _runs_table(analysis: HistoryAnalysis, series: HistorySeries) -> str:
+    """The chart's points as a table, collapsed: for a screen reader, and to copy."""
+    rows = []
+    for i, point in enumerate(series.points):
+        row = point.row
+        ci = _esc(_num(point.ci)) if point.ci is not None else "-"
+        rows.append(
+            f"<tr><td>#{i + series.skipped + 1}</td>"
+            f'<td class="when">{_esc(row.record_time[:19])}</td><td>{_esc(row.run_id)}</td>'
+            f'<td class="num">{_esc(_num(point.value))}</td><td class="num">{ci}</td>'
+            f"<td>{_esc(row.revision if row.revision is not None else '-')}</td></tr>")
+    return (f'<details class="runs"><summary>The {len(rows)} runs as a table</summary>'
+            f"<table><thead><tr><th>run #</th><th>time (UTC)</th><th>run</th>"
+            f"<th>{_esc(y_label(analysis.metric, series))}</th><th>± 95% CI</th>"
+            "<th>revision</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            "</details>")
+
+
 def _section(analysis: HistoryAnalysis, number: int, series: HistorySeries) -> str:
     label = series.label
     filter_text = f"{label} {series.key}".lower()
@@ -212,6 +231,7 @@ def _section(analysis: HistoryAnalysis, number: int, series: HistorySeries) -> s
         f'<p class="meta">{len(series.points)} runs; latest {_esc(_num(latest.value))} '
         f"({_esc(latest.row.record_time[:10])}); configuration {_esc(series.key)}</p>",
         _chart(analysis, series),
+        _runs_table(analysis, series),
         _changes_table(series),
         "</section>",
     ])

@@ -6,10 +6,10 @@ is a black mark on the same row. Every bar of a chart shares one axis, labelled 
 bytes, KiB, MiB or GiB (whichever keeps the largest value at 1 or more), so that the
 experiments of a sweep compare at a glance.
 
-Written by hand rather than with matplotlib, by the one SVG writer
-(:mod:`dlbench.report.charts.svg`): a few rectangles need no plotting library, the
-chart draws the same on every machine, and a test can read each segment's bytes and
-width back from the SVG. Every text is HTML-escaped.
+Drawn, as every chart of the HTML pages, by the one SVG writer
+(:mod:`dlbench.report.charts.svg`): the chart draws the same on every machine, and a
+test can read each segment's bytes and width back from the SVG. Every text is
+HTML-escaped.
 
 Example::
 
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dlbench.report.charts.axes import axis_label, nice_step, tick_values
-from dlbench.report.charts.svg import Scale, svg_document, text, x_grid, x_title
+from dlbench.report.charts.svg import CHAR_WIDTH, Scale, svg_document, text, x_grid, x_title
 from dlbench.report.html.markup import escape
 from dlbench.results.values import is_number as _is_number
 
@@ -41,7 +41,6 @@ _PLOT_WIDTH = 520.0
 _ROW = 24.0
 _BAR = 14.0
 _TOP = 30.0  # the legend
-_CHAR = 6.6  # average width of a 12px sans-serif character, for the label column
 _MAX_LABEL = 56
 
 
@@ -82,7 +81,7 @@ def _legend(x0: float, peak: bool) -> list[str]:
     for name, colour in items:
         parts.append(f'<rect x="{x:.1f}" y="8" width="12" height="12" fill="{colour}"/>'
                      f'<text x="{x + 16:.1f}" y="18">{escape(name)}</text>')
-        x += 16 + len(name) * _CHAR + 14
+        x += 16 + len(name) * CHAR_WIDTH + 14
     if peak:
         parts.append(f'<line x1="{x + 6:.1f}" x2="{x + 6:.1f}" y1="6" y2="22" stroke="#1f2328" '
                      f'stroke-width="3"/><text x="{x + 14:.1f}" y="18">peak (allocator)</text>')
@@ -105,7 +104,7 @@ def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     unit, size = unit_for(largest)
     step = nice_step(largest / size)
     domain = math.ceil(largest / size / step) * step * size  # bytes at the axis's end
-    left = min(max(len(_short(label)) for label, _ in drawn), _MAX_LABEL) * _CHAR + 12
+    left = min(max(len(_short(label)) for label, _ in drawn), _MAX_LABEL) * CHAR_WIDTH + 12
     right = 130.0  # room for the totals written after the longest bar
     width = left + _PLOT_WIDTH + right
     axis_y = _TOP + _ROW * len(drawn) + 4

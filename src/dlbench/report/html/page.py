@@ -15,7 +15,6 @@ Example::
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,7 +27,7 @@ from dlbench.report.cells import Report, Table
 from dlbench.report.html.markup import escape, page_shell
 from dlbench.report.html.profile_section import profile_section_html
 from dlbench.report.render import format_value, spread
-from dlbench.report.serving.chart import serving_section_html
+from dlbench.report.serving.section import serving_section_html
 from dlbench.results.io import write_atomically
 from dlbench.results.text_table import MISSING, format_number
 from dlbench.results.values import is_number as _is_number
@@ -236,41 +235,25 @@ def _header_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
 
 # ---------------------------------------------------------------- charts
 
-# The XML prolog and doctype are not allowed inside HTML; the metadata block only
-# names the creator (with URLs that are not resources, but look like them).
-_SVG_NOT_INLINE_RE = re.compile(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<metadata>.*?</metadata>", re.S)
-_SVG_ID_RE = re.compile(r'\bid="([^"]+)"')
-_SVG_REF_RE = re.compile(r'(href="#|url\(#)([^")]+)')
-
-
-def _inline_svg(svg: str, prefix: str) -> str:
-    """SVG markup that can sit inside HTML next to other charts.
-
-    All inline SVGs share the page's id namespace, so each chart's ids (clip paths,
-    markers, glyphs) and the references to them get a prefix of their own.
-    """
-    svg = _SVG_NOT_INLINE_RE.sub("", svg).strip()
-    svg = _SVG_ID_RE.sub(lambda m: f'id="{prefix}{m.group(1)}"', svg)
-    return _SVG_REF_RE.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", svg)
-
-
 def _charts_html(records: Sequence[Mapping[str, Any]]) -> str:
     """Throughput against replica batch, one inline SVG chart per model (and device)
-    (:func:`dlbench.report.html.charts.report_charts`), each with what the chart's
-    own check found wrong with it, if anything."""
-    # Imported here: matplotlib takes a while to load, and text reports never need it.
-    from dlbench.report.html.charts import report_charts
+    (:func:`dlbench.report.html.charts.report_charts`), each with what the drawing
+    found wrong with it, if anything, and its points as a table (for a screen reader,
+    and to copy)."""
+    from dlbench.report.html.charts import chart_table, report_charts
 
     charts = report_charts(records)
     if not charts:
         return "<p>No experiment ended ok with a throughput: nothing to chart.</p>"
     figures = []
-    for number, chart in enumerate(charts):
+    for chart in charts:
         problems = "".join(f"<li>{escape(p)}</li>" for p in chart.problems)
         figures.append(
             f'<figure class="chart"><figcaption>{escape(chart.caption)}</figcaption>\n'
-            f"{_inline_svg(chart.svg, f'chart{number}-')}\n"
+            f"{chart.svg}\n"
             + (f'<ul class="notes">{problems}</ul>\n' if problems else "")
+            + f"<details><summary>The chart's points</summary>\n"
+            f"{_table_html(chart_table(chart))}\n</details>"
             + "</figure>"
         )
     return "\n".join(figures)

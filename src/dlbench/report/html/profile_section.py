@@ -128,7 +128,7 @@ def _memory_html(records: Sequence[Mapping[str, Any]], labels: Sequence[str]) ->
     for number, ((framework, model), rows) in enumerate(groups.items()):
         caption = (f"{model} ({framework}): memory by part, one bar per experiment; "
                    "weights, gradients, optimizer state, activations saved for backward")
-        # The SVG has no ids, so unlike matplotlib's charts it needs no prefix on the page.
+        # The SVG has no ids: no chart of the page can clash with another's.
         figures.append(
             f'<figure class="chart" id="memory-chart-{number}">'
             f"<figcaption>{escape(caption)}</figcaption>\n{memory_chart_svg(rows)}\n"

@@ -1,5 +1,6 @@
-"""The serving curves (:mod:`dlbench.report.serving.curves`) as a chart, and the HTML report's
-section that carries them.
+"""The serving curves (:mod:`dlbench.report.serving.curves`) as a chart: the PNG, SVG or PDF
+file drawn with matplotlib, and the axes, labels and marks it shares with the HTML
+report's SVG chart (:mod:`dlbench.report.serving.section`).
 
 The chart plots the latency at the percentile of the rules (y, in the unit the key is
 declared with, ms) against the achieved throughput (x, queries/s), one line per curve
@@ -26,10 +27,10 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dlbench.report.cells import Report
 from dlbench.report.charts.axes import axis_label, tick_text
 from dlbench.report.charts.charts import DrawnChart, Panel, save_chart
 from dlbench.report.charts.series import ChartSeries, value_text
@@ -37,10 +38,7 @@ from dlbench.report.serving.curves import (
     KNEE_FACTOR,
     ServingCurve,
     percentile_text,
-    server_records,
-    serving_curves,
 )
-from dlbench.report.serving.report import ServingReport, curve_notes, curve_table
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -51,7 +49,7 @@ LOG_RATIO = 20.0
 _WIDTH_IN, _HEIGHT_IN = 7.0, 4.8
 _PAD = 0.08  # of an axis' span, either side of the data
 _EDGE = 0.04  # of the span: room under a marker near 0
-_BOUND_COLOUR = "#cf222e"
+BOUND_COLOUR = "#cf222e"
 
 
 def chart_groups(curves: Sequence[ServingCurve]) -> list[list[ServingCurve]]:
@@ -62,7 +60,7 @@ def chart_groups(curves: Sequence[ServingCurve]) -> list[list[ServingCurve]]:
     return list(groups.values())
 
 
-def _xy(curve: ServingCurve) -> list[tuple[int, float, float]]:
+def curve_points(curve: ServingCurve) -> list[tuple[int, float, float]]:
     """(index, achieved, latency) of each point that has both."""
     return [(i, float(p.achieved), float(p.at_percentile)) for i, p in enumerate(curve.points)
             if p.achieved is not None and p.at_percentile is not None]
@@ -91,7 +89,7 @@ def _draw_curves(axes: Axes, curves: Sequence[ServingCurve],
     drawn: list[ChartSeries] = []
     for number, (curve, label) in enumerate(zip(curves, labels, strict=True)):
         colour = f"C{number % 10}"
-        points = _xy(curve)
+        points = curve_points(curve)
         xs, ys = [x for _, x, _ in points], [y for _, _, y in points]
         axes.plot(xs, ys, linestyle="-", color=colour, gid=f"serving-curve-{number}")
         valid = [(x, y) for i, x, y in points if curve.points[i].valid is not False]
@@ -115,33 +113,93 @@ def _draw_curves(axes: Axes, curves: Sequence[ServingCurve],
     return handles, texts, drawn
 
 
-def _draw_limits(axes: Axes, curves: Sequence[ServingCurve]) -> tuple[list[Any], list[str]]:
+@dataclass
+class ServingAxes:
+    """What the PNG (matplotlib) and the page's SVG of one serving chart share: the
+    curves' labels, the axes' labels, units, scale and limits, and the lines across the
+    plot (bounds, and the knee limit of a curve without one) with their legend texts."""
+
+    labels: list[str]
+    xlabel: str
+    ylabel: str
+    x_unit: str
+    y_unit: str
+    log: bool
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]
+    bounds: list[float]
+    #: (curve number, latency) of each curve without a bound: its knee's limit.
+    limits: list[tuple[int, float]] = field(default_factory=list)
+    #: Legend texts of the marks, each only where the chart has one.
+    knee_text: str = ""
+    hollow_text: str = ""
+    bound_text: str = ""
+    limit_text: str = ""
+
+
+def serving_axes(curves: Sequence[ServingCurve]) -> ServingAxes:
+    """The :class:`ServingAxes` of the curves of one chart."""
+    pcts = {c.percentile for c in curves}
+    one = len(pcts) == 1
+    labels = [c.label if one else f"{c.label} ({percentile_text(c.percentile)})"
+              for c in curves]
+    y_unit = next((c.y_unit for c in curves if c.y_unit), "")
+    x_unit = next((c.x_unit for c in curves if c.x_unit), "")
+    xs = [x for c in curves for _, x, _ in curve_points(c)] or [0.0]
+    ys = [y for c in curves for _, _, y in curve_points(c)] or [1.0]
+    lines = [*(b for c in curves for b in c.bounds),
+             *(lim for c in curves for lim in c.limits if lim is not None)]
+    heights = [*ys, *lines]
+    log = min(heights) > 0 and max(heights) > LOG_RATIO * min(heights)
+    pct = percentile_text(next(iter(pcts))) if one else "exp.latency_percentile"
+    bounds = list(dict.fromkeys(b for curve in curves for b in curve.bounds))
+    bound_text = ""
+    if bounds:
+        bounded = {percentile_text(c.percentile) for c in curves if c.bounds}
+        what = bounded.pop() if len(bounded) == 1 else "the percentile"
+        bound_text = (f"bound: {what} <= {', '.join(f'{b:g}' for b in bounds)} ms "
+                      "(exp.latency_bound_ms)")
+    limits = []
+    for number, curve in enumerate(curves):
+        limit = next((lim for p, lim in zip(curve.points, curve.limits, strict=True)
+                      if p.bound_ms is None and lim is not None), None)
+        if limit is not None:
+            limits.append((number, limit))
+    return ServingAxes(
+        labels=labels,
+        xlabel=axis_label("achieved throughput, results.qps_achieved", x_unit),
+        ylabel=axis_label(f"{pct} latency" if one else f"latency at {pct}", y_unit),
+        x_unit=x_unit, y_unit=y_unit, log=log,
+        xlim=_limits([*xs, 0.0], False), ylim=_limits(heights, log),
+        bounds=bounds, limits=limits,
+        knee_text=("knee: the highest achieved throughput within the limit"
+                   if any(c.knee is not None for c in curves) else ""),
+        hollow_text=("hollow: not valid (results.valid)"
+                     if any(p.valid is False for c in curves for p in c.points) else ""),
+        bound_text=bound_text,
+        limit_text=(f"no bound: {KNEE_FACTOR:g}x the latency at the lowest load"
+                    if limits else ""),
+    )
+
+
+def _draw_limits(axes: Axes, layout: ServingAxes) -> tuple[list[Any], list[str]]:
     """The bounds (dashed) and, for curves without one, their knee limit (dotted)."""
     from matplotlib.lines import Line2D
 
     handles: list[Any] = []
     texts: list[str] = []
-    bounds = list(dict.fromkeys(b for curve in curves for b in curve.bounds))
-    for number, bound in enumerate(bounds):
-        axes.axhline(bound, color=_BOUND_COLOUR, linestyle="--", linewidth=1.2,
+    for number, bound in enumerate(layout.bounds):
+        axes.axhline(bound, color=BOUND_COLOUR, linestyle="--", linewidth=1.2,
                      gid=f"serving-bound-{number}")
-    if bounds:
-        pcts = {percentile_text(c.percentile) for c in curves if c.bounds}
-        what = pcts.pop() if len(pcts) == 1 else "the percentile"
-        handles.append(Line2D([], [], color=_BOUND_COLOUR, linestyle="--"))
-        texts.append(f"bound: {what} <= {', '.join(f'{b:g}' for b in bounds)} ms "
-                     "(exp.latency_bound_ms)")
-    unbounded = False
-    for number, curve in enumerate(curves):
-        limit = next((lim for p, lim in zip(curve.points, curve.limits, strict=True)
-                      if p.bound_ms is None and lim is not None), None)
-        if limit is not None:
-            axes.axhline(limit, color=f"C{number % 10}", linestyle=":", linewidth=1.2,
-                         gid=f"serving-limit-{number}")
-            unbounded = True
-    if unbounded:
+    if layout.bound_text:
+        handles.append(Line2D([], [], color=BOUND_COLOUR, linestyle="--"))
+        texts.append(layout.bound_text)
+    for number, limit in layout.limits:
+        axes.axhline(limit, color=f"C{number % 10}", linestyle=":", linewidth=1.2,
+                     gid=f"serving-limit-{number}")
+    if layout.limit_text:
         handles.append(Line2D([], [], color="grey", linestyle=":"))
-        texts.append(f"no bound: {KNEE_FACTOR:g}x the latency at the lowest load")
+        texts.append(layout.limit_text)
     return handles, texts
 
 
@@ -165,47 +223,36 @@ def draw_serving_chart(curves: Sequence[ServingCurve]) -> DrawnChart:
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    pcts = {c.percentile for c in curves}
-    one = len(pcts) == 1
-    labels = [c.label if one else f"{c.label} ({percentile_text(c.percentile)})"
-              for c in curves]
-    y_unit = next((c.y_unit for c in curves if c.y_unit), "")
-    x_unit = next((c.x_unit for c in curves if c.x_unit), "")
+    layout = serving_axes(curves)
     figure = Figure(figsize=(_WIDTH_IN, _HEIGHT_IN), dpi=100, layout="constrained")
     axes = figure.subplots()
-    handles, texts, series = _draw_curves(axes, curves, labels)
-    if any(c.knee is not None for c in curves):
+    handles, texts, series = _draw_curves(axes, curves, layout.labels)
+    if layout.knee_text:
         handles.append(Line2D([], [], linestyle="none", marker="*", markersize=12,
                               color="grey", markeredgecolor="black"))
-        texts.append("knee: the highest achieved throughput within the limit")
-    if any(p.valid is False for c in curves for p in c.points):
+        texts.append(layout.knee_text)
+    if layout.hollow_text:
         handles.append(Line2D([], [], linestyle="none", marker="o", color="grey",
                               markerfacecolor="white"))
-        texts.append("hollow: not valid (results.valid)")
-    more, more_texts = _draw_limits(axes, curves)
-    xs = [x for c in curves for _, x, _ in _xy(c)] or [0.0]
-    ys = [y for c in curves for _, _, y in _xy(c)] or [1.0]
-    lines = [*(b for c in curves for b in c.bounds),
-             *(lim for c in curves for lim in c.limits if lim is not None)]
-    heights = [*ys, *lines]
-    log = min(heights) > 0 and max(heights) > LOG_RATIO * min(heights)
-    if log:
+        texts.append(layout.hollow_text)
+    more, more_texts = _draw_limits(axes, layout)
+    if layout.log:
         from matplotlib.ticker import FuncFormatter
 
         axes.set_yscale("log")
         axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: tick_text(value)))
-    axes.set_ylim(*_limits(heights, log))
-    axes.set_xlim(*_limits([*xs, 0.0], False))
+    axes.set_ylim(*layout.ylim)
+    axes.set_xlim(*layout.xlim)
     axes.grid(True, alpha=0.3)
     axes.set_axisbelow(True)
-    pct = percentile_text(pcts.pop()) if one else "exp.latency_percentile"
-    axes.set_ylabel(axis_label(f"{pct} latency" if one else f"latency at {pct}", y_unit))
-    axes.set_xlabel(axis_label("achieved throughput, results.qps_achieved", x_unit))
+    axes.set_ylabel(layout.ylabel)
+    axes.set_xlabel(layout.xlabel)
     legend = _legend(figure, [*handles, *more], [*texts, *more_texts])
-    drawn = DrawnChart(figure, [Panel(axes, y_unit, series)], categorical=False,
+    drawn = DrawnChart(figure, [Panel(axes, layout.y_unit, series)], categorical=False,
                        chart="line", legend=legend)
     drawn.labels = {"title": "", "xlabel": axes.get_xlabel(), "ylabels": [axes.get_ylabel()],
-                    "units": [y_unit], "legend": [t.get_text() for t in legend.get_texts()]}
+                    "units": [layout.y_unit],
+                    "legend": [t.get_text() for t in legend.get_texts()]}
     return drawn
 
 
@@ -230,40 +277,3 @@ def chart_caption(curves: Sequence[ServingCurve]) -> str:
     group = ", ".join(f"{k}={value_text(v)}" for k, v in curves[0].group.items())
     return (f"{pct} latency in {curves[0].y_unit} vs achieved throughput in "
             f"{curves[0].x_unit}, {len(curves)} curve(s)" + (f" [{group}]" if group else ""))
-
-
-def serving_section_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
-    """The HTML report's "Serving curves" section: a chart per group of curves, the
-    knee of each, and (unless ``report`` is the serving report, whose tables the page
-    already shows) a table per curve. ``""`` when no record is an ok server run."""
-    if isinstance(report, ServingReport):
-        curves, tables_shown = report.curves, True
-    else:
-        usable, _ = server_records(records)
-        curves, tables_shown = serving_curves(usable), False
-    if not curves:
-        return ""
-    # Imported here: the page imports this module, and owns its tables and SVG inlining.
-    from dlbench.report.html import page
-    from dlbench.report.html.markup import escape
-
-    parts = ['<section id="serving"><h2>Serving curves</h2>',
-             "<p>Latency at the percentile of the rules against achieved throughput, a line "
-             "per curve through its offered loads in order: dashed, the bound; dotted, the "
-             f"limit of a curve without one ({KNEE_FACTOR:g}x its latency at the lowest "
-             "load); the star, the knee; hollow, runs that are not valid."
-             + (" A table per curve is under Tables." if tables_shown else "") + "</p>"]
-    for number, members in enumerate(chart_groups(curves)):
-        problems: list[str] = []
-        svg = render_serving_chart(members, "svg", problems).decode("utf-8")
-        notes = [f"{curve.label}: {note}" for curve in members
-                 for note in curve_notes(curve) if note.startswith("knee")]
-        items = "".join(f"<li>{escape(n)}</li>" for n in [*notes, *problems])
-        parts.append(f'<figure class="chart serving"><figcaption>'
-                     f"{escape(chart_caption(members))}</figcaption>\n"
-                     f"{page._inline_svg(svg, f'serving{number}-')}\n"
-                     f'<ul class="notes">{items}</ul></figure>')
-        if not tables_shown:
-            parts += [page._table_html(curve_table(curve)) for curve in members]
-    parts.append("</section>")
-    return "\n".join(parts)
