@@ -46,8 +46,9 @@ def planned_experiments(
     args: argparse.Namespace, chosen: Launcher | None = None
 ) -> list[dict[str, Any]]:
     """The experiments of the sweep the spec arguments of ``args`` describe, resolved and
-    checked (``chosen``: the launcher, whose defaults apply); the spec's warnings go to
-    stderr."""
+    checked (``chosen``: the launcher, whose defaults apply, and which refuses a GPU
+    experiment on a machine without one when it runs the workers here); the spec's
+    warnings go to stderr."""
     overrides = {}
     if args.out is not None and not args.out.strip():
         raise PathError("--out: empty path; give the run directory, e.g. --out runs/sweep")
@@ -61,7 +62,9 @@ def planned_experiments(
     for name, value in (chosen.defaults() if chosen is not None else {}).items():
         if name not in spec.parameters and name not in spec.variables:
             spec.parameters[name] = Sourced(value, f"--launcher {args.launcher}")
-    experiments = plan_experiments(spec, args.max_experiments)
+    # Workers this process starts and watches run here: a GPU they ask for must be here.
+    runs_here = isinstance(chosen, Runner) and chosen.watches_workers
+    experiments = plan_experiments(spec, args.max_experiments, runs_here=runs_here)
     if args.out is None:
         # The default run directory is relative: pin it (and the logs under it) to where
         # the command was started, whatever the worker's working directory.
