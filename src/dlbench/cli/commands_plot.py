@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from dlbench.cli.usage import warn
+from dlbench.cli.usage import read_warnings, warn
 from dlbench.errors import QueryError, ResultsError
 from dlbench.report.charts.charts import (
     CHART_FORMATS,
@@ -68,11 +68,10 @@ def plot(args: argparse.Namespace) -> int:
     queries = _queries(args.series)
     baseline = _baseline(args.baseline_x)
     parse_warnings: list[ParseWarning] = []
-    records = load_records(args.input, parse_warnings=parse_warnings)
-    for warning in parse_warnings:
-        warn(warning)
-    if not records:
-        raise ResultsError(f"--input {' '.join(args.input)} holds no records")
+    with read_warnings(parse_warnings):  # a failed read is one line: the warnings go into it
+        records = load_records(args.input, parse_warnings=parse_warnings)
+        if not records:
+            raise ResultsError(f"--input {' '.join(args.input)} holds no records")
     warnings: list[str] = []
     series = build_series(records, args.x, args.y, queries=queries,
                           aggregation=args.aggregation, legend=args.legend,

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dlbench.cli.usage import better_flag, note, warn
+from dlbench.cli.usage import better_flag, note, read_warnings, warn
 from dlbench.errors import ResultsError
 from dlbench.formats import HTML_FORMAT
 from dlbench.report.cells import Report
@@ -25,10 +25,9 @@ def _selected(args: argparse.Namespace) -> list[dict[str, Any]]:
     flag = args.where_flag  # --where, or the deprecated --query if that is what was typed
     query = parse_query(args.where, flag)
     warnings: list[ParseWarning] = []
-    records = load_records(args.input, parse_warnings=warnings)
-    for warning in warnings:
-        warn(warning)
-    return select_records(records, query, flag, f"--input {' '.join(args.input)}")
+    with read_warnings(warnings):  # a failed read is one line: the warnings go into it
+        records = load_records(args.input, parse_warnings=warnings)
+        return select_records(records, query, flag, f"--input {' '.join(args.input)}")
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
