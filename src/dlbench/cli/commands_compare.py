@@ -20,14 +20,15 @@ def compare(args: argparse.Namespace) -> int:
     better = declared_higher_is_better(args.metric, better_flag(args))
     parse_warnings: list[ParseWarning] = []
     sides = []
-    with read_warnings(parse_warnings):  # a failed read is one line: the warnings go into it
+    # A failed read or comparison is one line: the read's warnings go into it.
+    with read_warnings(parse_warnings):
         for name, source in (("A", args.a), ("B", args.b)):
             records = load_records([source], parse_warnings=parse_warnings)
             if not records:
                 raise ResultsError(f"{name} ({source}) holds no records")
             sides.append(records)
-    comparison = compare_records(sides[0], sides[1], metric=args.metric, threshold=threshold,
-                                 higher_is_better=better)
+        comparison = compare_records(sides[0], sides[1], metric=args.metric,
+                                     threshold=threshold, higher_is_better=better)
     for message in comparison.warnings:
         warn(message)
     for line in format_comparison(comparison, args.format):

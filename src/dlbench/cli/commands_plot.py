@@ -68,16 +68,15 @@ def plot(args: argparse.Namespace) -> int:
     queries = _queries(args.series)
     baseline = _baseline(args.baseline_x)
     parse_warnings: list[ParseWarning] = []
-    with read_warnings(parse_warnings):  # a failed read is one line: the warnings go into it
+    warnings: list[str] = []
+    # A failed read or chart is one line: the warnings so far go into it.
+    with read_warnings(parse_warnings, warnings):
         records = load_records(args.input, parse_warnings=parse_warnings)
         if not records:
             raise ResultsError(f"--input {' '.join(args.input)} holds no records")
-    warnings: list[str] = []
-    series = build_series(records, args.x, args.y, queries=queries,
-                          aggregation=args.aggregation, legend=args.legend,
-                          baseline_x=baseline, warnings=warnings)
-    for message in warnings:
-        warn(message)
+        series = build_series(records, args.x, args.y, queries=queries,
+                              aggregation=args.aggregation, legend=args.legend,
+                              baseline_x=baseline, warnings=warnings)
     # The x axis names the parameter, so "at 1" is enough (a longer label overflows).
     # The axis adds the records' unit to the label (none for a ratio).
     ylabel = args.ylabel or (

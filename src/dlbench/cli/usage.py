@@ -283,12 +283,13 @@ def note(message: str) -> None:
 
 
 @contextlib.contextmanager
-def read_warnings(warnings: Sequence[object]) -> Iterator[None]:
-    """Around reading inputs that collects ``warnings`` (what could not be read: a log
-    cut short, a file that is no log): when the block ends well, each is printed as a
-    warning line; when it ends in a DlbenchError, they go into the error's one line
-    instead (the first, and how many more), so that a failed command prints exactly one
-    line, its error, which also says what reading found.
+def read_warnings(*collected: Sequence[object]) -> Iterator[None]:
+    """Around reading inputs (and what is made of them) that collects warnings in the
+    lists ``collected`` (what could not be read: a log cut short, a file that is no
+    log): when the block ends well, each is printed as a warning line; when it ends in a
+    DlbenchError, they go into the error's one line instead (the first, and how many
+    more), so that a failed command prints exactly one line, its error, which also says
+    what reading found.
 
     >>> try:
     ...     with read_warnings(["x.log: empty file; no record"]):
@@ -300,10 +301,12 @@ def read_warnings(warnings: Sequence[object]) -> Iterator[None]:
     try:
         yield
     except DlbenchError as error:
+        warnings = [warning for found in collected for warning in found]
         if not warnings:
             raise
         more = len(warnings) - 1
         also = f"; and {more} more warning{'s' if more != 1 else ''}" if more else ""
         raise type(error)(f"{error} ({warnings[0]}{also})") from None
-    for warning in warnings:
-        warn(warning)
+    for found in collected:
+        for warning in found:
+            warn(warning)
