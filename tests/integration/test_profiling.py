@@ -111,7 +111,7 @@ def test_auto_batch_finds_the_largest_batch_under_the_fake_memory_cap(
         "fake.step_ms=0.1", "fake.sample_memory_mb=0.25", "fake.memory_cap_mb=10",
         "exp.num_batches=3", "monitor.frequency=0")))
     assert record["results.auto_batch"] == record["exp.replica_batch"] == 40
-    assert record["exp.effective_batch"] == 40
+    assert record["exp.effective_batch"] == record["exp.device_batch"] == 40
     probes = [(p["batch"], p["fits"]) for p in record["results.auto_batch_probes"]]
     assert probes == [(1, True), (2, True), (4, True), (8, True), (16, True), (32, True),
                       (64, False), (48, False), (40, True), (44, False), (42, False),

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dlbench.config import load_spec, plan_experiments
+from dlbench.config import devices, load_spec, plan_experiments
 from dlbench.launch.command import worker_env, write_input
 from dlbench.launch.forkserver import client as forkserver
 from dlbench.launch.forkserver.client import ForkedWorker, ForkServer, unsuitable
@@ -62,7 +62,7 @@ def test_gpu_experiments_are_forked_only_for_frameworks_whose_cuda_starts_in_a_c
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(forkserver, "FORK_SAFE_MODULES",
                         forkserver.FORK_SAFE_MODULES | {"dlbench.backends.fake"})
-    monkeypatch.setattr(forkserver.glob, "glob", lambda pattern: ["/dev/nvidia0"])
+    monkeypatch.setattr(devices.glob, "glob", lambda pattern: ["/dev/nvidia0"])
     [fake] = _plan(tmp_path, "exp.framework=fake")
     [toy] = _plan(tmp_path, "exp.model=toy")
     hidden, shown = {"CUDA_VISIBLE_DEVICES": ""}, {"CUDA_VISIBLE_DEVICES": "0"}

@@ -100,7 +100,7 @@ FLAGS: list[tuple[list[str], str]] = [
     (["-P", "exp.num_batches=0"], "must be between 1 and 10000000, or 'auto'"),
     (["-P", "monitor.frequency=0.001"], "give at least 0.01"),
     (["-P", "monitor.frequency=0", "-P", "monitor.enabled=true"], "0 turns the monitor off"),
-    (["-P", "monitor.frequency=-1"], "must be >= 0"),
+    (["-P", "monitor.frequency=-1"], "must be between 0 and 86400"),
     (["-P", "exp.gpus=0:1"], "gives a replica several GPUs"),
     (["-P", "exp.gpus=0,,1"], "is not a GPU list"),
     (["-P", "exp.gpus=a"], "is not a GPU list"),

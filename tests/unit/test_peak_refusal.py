@@ -1,6 +1,6 @@
 """A peak that cannot be the device's is not saved: measured under CPU contention, far
-below the peak saved for the device, or of too small a matmul (``--force`` saves it);
-and no MFU above 1 is recorded as a value."""
+below the peak saved for the device or the device's datasheet figure, or of too small a
+matmul (``--force`` saves it); and no MFU above 1 is recorded as a value."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from dlbench.measure.peak.peaks import (
     Peak,
     checked_mfu,
     contention_problem,
+    datasheet_problem,
     drop_problem,
     model_flops_utilization,
     peak_problems,
@@ -79,6 +80,34 @@ def test_peak_problems_lists_every_reason() -> None:
         "float32 0.017 TFLOP/s is 8% of the 0.223 saved 2026-01-05T10"]
 
 
+def _gpu(tflops: dict[str, float], memory_gbps: float = 2900.0,
+         name: str = "NVIDIA H100 80GB HBM3") -> dict[str, Any]:
+    return {"device": name, "device_type": "cuda", "measured": "2026-02-01T09:00:00+00:00",
+            "host": "h", "torch": "2", "matmul_size": 8192, "tflops": tflops,
+            "tflops_best": tflops, "copy_mib": 1024, "memory_gbps": memory_gbps,
+            "memory_gbps_best": memory_gbps}
+
+
+def test_datasheet_problem() -> None:
+    # H100 SXM's dense bfloat16 is 989.5 TFLOP/s: 60 is 6.1% of it.
+    assert datasheet_problem(_gpu({"bfloat16": 60.0, "float32": 50.0})) == (
+        "bfloat16 60 TFLOP/s is 6.1% of the datasheet's 989.5 (NVIDIA H100 SXM: below 10%, "
+        "not the device's)")
+    assert datasheet_problem(_gpu({"bfloat16": 98.95})) is None  # a tenth exactly
+    assert datasheet_problem(_gpu({"bfloat16": 98.9})) is not None
+    # H100 PCIe: 2,000 GB/s; a copy at 150 is 7.5% of it, at 300 15%.
+    pcie = "NVIDIA H100 PCIe"
+    assert datasheet_problem(_gpu({"float32": 40.0}, 150.0, pcie)) == (
+        "memory copy 150 GB/s is 7.5% of the datasheet's 2000 (NVIDIA H100 PCIe: below 10%, "
+        "not the device's)")
+    assert datasheet_problem(_gpu({"float32": 40.0}, 300.0, pcie)) is None
+    assert "nan%" in str(datasheet_problem(_gpu({"float32": float("nan")})))
+    assert datasheet_problem(_gpu({"float64": 0.001})) is None  # no datasheet figure
+    assert datasheet_problem(_entry(1e-6)) is None  # a CPU has no datasheet entry
+    assert peak_problems(_gpu({"bfloat16": 60.0}), None) == [
+        str(datasheet_problem(_gpu({"bfloat16": 60.0})))]
+
+
 @pytest.fixture
 def peak_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """``dlbench peak`` in this process, its measurement replaced by the entry in the
@@ -137,6 +166,21 @@ def test_a_peak_far_below_the_saved_one_is_refused(
     assert main(["peak", "--gpus", ""]) == 0
     assert json.loads(peak_cli["file"].read_text())["devices"]["Some CPU"]["tflops"] == {
         "float32": 0.21}
+
+
+def test_a_peak_far_below_the_datasheet_is_refused(
+        peak_cli: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    peak_cli["entry"] = _gpu({"bfloat16": 50.0})
+    assert main(["peak", "--gpus", ""]) == 2
+    assert _one_error_line(capsys) == (
+        "dlbench: error: peak not saved: NVIDIA H100 80GB HBM3: bfloat16 50 TFLOP/s is 5.1% "
+        "of the datasheet's 989.5 (NVIDIA H100 SXM: below 10%, not the device's); measure "
+        "again on a quiet machine, or --force saves it anyway")
+    assert not peak_cli["file"].exists()
+    peak_cli["entry"] = _gpu({"bfloat16": 700.0})
+    assert main(["peak", "--gpus", ""]) == 0
+    saved = json.loads(peak_cli["file"].read_text())["devices"]["NVIDIA H100 80GB HBM3"]
+    assert saved["tflops"] == {"bfloat16": 700.0}
 
 
 @pytest.mark.parametrize(("size", "force", "message"), [

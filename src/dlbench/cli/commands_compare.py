@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlbench.cli.usage import better_flag, warn
+from dlbench.cli.usage import better_flag, read_warnings, warn
 from dlbench.errors import ResultsError
 from dlbench.report.compare.compare import compare_records, parse_threshold
 from dlbench.report.compare.formatting import format_comparison
@@ -20,15 +20,15 @@ def compare(args: argparse.Namespace) -> int:
     better = declared_higher_is_better(args.metric, better_flag(args))
     parse_warnings: list[ParseWarning] = []
     sides = []
-    for name, source in (("A", args.a), ("B", args.b)):
-        records = load_records([source], parse_warnings=parse_warnings)
-        if not records:
-            raise ResultsError(f"{name} ({source}) holds no records")
-        sides.append(records)
-    for warning in parse_warnings:
-        warn(warning)
-    comparison = compare_records(sides[0], sides[1], metric=args.metric, threshold=threshold,
-                                 higher_is_better=better)
+    # A failed read or comparison is one line: the read's warnings go into it.
+    with read_warnings(parse_warnings):
+        for name, source in (("A", args.a), ("B", args.b)):
+            records = load_records([source], parse_warnings=parse_warnings)
+            if not records:
+                raise ResultsError(f"{name} ({source}) holds no records")
+            sides.append(records)
+        comparison = compare_records(sides[0], sides[1], metric=args.metric,
+                                     threshold=threshold, higher_is_better=better)
     for message in comparison.warnings:
         warn(message)
     for line in format_comparison(comparison, args.format):

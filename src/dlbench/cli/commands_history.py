@@ -20,7 +20,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlbench.cli.usage import add_format, add_metric, better_flag, format_choices, warn
+from dlbench.cli.usage import (
+    add_format,
+    add_metric,
+    better_flag,
+    format_choices,
+    read_warnings,
+    warn,
+)
 from dlbench.errors import ResultsError, UsageError
 from dlbench.formats import REPORT_FORMATS
 from dlbench.textsafe import safe_text
@@ -28,6 +35,7 @@ from dlbench.textsafe import safe_text
 if TYPE_CHECKING:
     from dlbench.report.history.changes import HistoryAnalysis
     from dlbench.results.history.records import HistoryRow
+    from dlbench.results.log.parser import ParseWarning
 
 # The library's defaults (report.history.changes, report.history.changepoint), spelled here
 # so that building the parser imports neither NumPy nor the store.
@@ -116,7 +124,8 @@ def _store_spec(args: argparse.Namespace) -> str:
     return str(args.store) if args.store is not None else default_store()
 
 
-def _run_rows(source: str, args: argparse.Namespace) -> list[HistoryRow]:
+def _run_rows(source: str, args: argparse.Namespace,
+              warnings: list[ParseWarning]) -> list[HistoryRow]:
     """The history rows of one source, one run."""
     from dlbench.results.history.records import (
         config_key,
@@ -127,12 +136,8 @@ def _run_rows(source: str, args: argparse.Namespace) -> list[HistoryRow]:
         run_identity,
     )
     from dlbench.results.io import load_records
-    from dlbench.results.log.parser import ParseWarning
 
-    warnings: list[ParseWarning] = []
     records = load_records([source], parse_warnings=warnings)
-    for warning in warnings:
-        warn(warning)
     path = Path(source).resolve()
     run_id, started = run_identity(records, str(path))
     override = None
@@ -169,12 +174,14 @@ def history_import(args: argparse.Namespace) -> int:
         raise UsageError(f"--run-id names one run: give one SRC, not {len(args.sources)}")
     spec = _store_spec(args)
     check_store(spec)  # before reading every source
-    runs = [(source, _run_rows(source, args)) for source in args.sources]
-    if not any(rows for _, rows in runs):
-        # Nothing to add: the history is neither created nor touched.
-        raise ResultsError(f"{' and '.join(args.sources)} "
-                           f"hold{'s' if len(args.sources) == 1 else ''} no records; "
-                           f"nothing imported into {redact(spec)}")
+    warnings: list[ParseWarning] = []
+    with read_warnings(warnings):  # a failed read is one line: the warnings go into it
+        runs = [(source, _run_rows(source, args, warnings)) for source in args.sources]
+        if not any(rows for _, rows in runs):
+            # Nothing to add: the history is neither created nor touched.
+            raise ResultsError(f"{' and '.join(args.sources)} "
+                               f"hold{'s' if len(args.sources) == 1 else ''} no records; "
+                               f"nothing imported into {redact(spec)}")
     with open_history(spec) as store:
         for source, rows in runs:
             if not rows:

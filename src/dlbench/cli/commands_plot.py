@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from dlbench.cli.usage import warn
+from dlbench.cli.usage import read_warnings, warn
 from dlbench.errors import QueryError, ResultsError
 from dlbench.report.charts.charts import (
     CHART_FORMATS,
@@ -68,17 +68,15 @@ def plot(args: argparse.Namespace) -> int:
     queries = _queries(args.series)
     baseline = _baseline(args.baseline_x)
     parse_warnings: list[ParseWarning] = []
-    records = load_records(args.input, parse_warnings=parse_warnings)
-    for warning in parse_warnings:
-        warn(warning)
-    if not records:
-        raise ResultsError(f"--input {' '.join(args.input)} holds no records")
     warnings: list[str] = []
-    series = build_series(records, args.x, args.y, queries=queries,
-                          aggregation=args.aggregation, legend=args.legend,
-                          baseline_x=baseline, warnings=warnings)
-    for message in warnings:
-        warn(message)
+    # A failed read or chart is one line: the warnings so far go into it.
+    with read_warnings(parse_warnings, warnings):
+        records = load_records(args.input, parse_warnings=parse_warnings)
+        if not records:
+            raise ResultsError(f"--input {' '.join(args.input)} holds no records")
+        series = build_series(records, args.x, args.y, queries=queries,
+                              aggregation=args.aggregation, legend=args.legend,
+                              baseline_x=baseline, warnings=warnings)
     # The x axis names the parameter, so "at 1" is enough (a longer label overflows).
     # The axis adds the records' unit to the label (none for a ratio).
     ylabel = args.ylabel or (

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dlbench.cli.usage import better_flag, note, warn
+from dlbench.cli.usage import better_flag, note, read_warnings, warn
 from dlbench.errors import ResultsError
 from dlbench.formats import HTML_FORMAT
 from dlbench.report.cells import Report
@@ -21,13 +21,12 @@ from dlbench.results.outputs import check_output
 from dlbench.results.query import parse_query, select_records
 
 
-def _selected(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _selected(args: argparse.Namespace, warnings: list[ParseWarning]) -> list[dict[str, Any]]:
+    """The records of --input that --where selects; what reading could not read goes to
+    ``warnings``."""
     flag = args.where_flag  # --where, or the deprecated --query if that is what was typed
     query = parse_query(args.where, flag)
-    warnings: list[ParseWarning] = []
     records = load_records(args.input, parse_warnings=warnings)
-    for warning in warnings:
-        warn(warning)
     return select_records(records, query, flag, f"--input {' '.join(args.input)}")
 
 
@@ -72,8 +71,11 @@ def report(args: argparse.Namespace) -> int:
     # An HTML page charts the records themselves: it always loads them.
     built = None if args.format == HTML_FORMAT else _from_store(args)
     if built is None:
-        records = _selected(args)
-        built = build_report(args, records)
+        warnings: list[ParseWarning] = []
+        # A failed read or report is one line: the read's warnings go into it.
+        with read_warnings(warnings):
+            records = _selected(args, warnings)
+            built = build_report(args, records)
     if args.format == HTML_FORMAT:
         # Imported here: only HTML pages need the charting code it pulls in.
         from dlbench.report.html.page import write_html_report
@@ -114,9 +116,11 @@ def _gate(args: argparse.Namespace, built: Report) -> int:
 def baseline(args: argparse.Namespace) -> int:
     """Write a baseline file with one benchmark per configuration of the results."""
     check_output(args.output, args.input)
-    records = _selected(args)
-    made, warnings = make_baseline(records, args.metric, better_flag(args))
-    text = dump_baseline(made, args.output)  # checks the extension before any write
+    read: list[ParseWarning] = []
+    with read_warnings(read):  # a failed read or baseline is one line, with the warnings
+        records = _selected(args, read)
+        made, warnings = make_baseline(records, args.metric, better_flag(args))
+        text = dump_baseline(made, args.output)  # checks the extension before any write
     for warning in warnings:
         warn(warning)
     write_atomically(args.output, text.encode("utf-8"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlbench.cli.usage import note, warn
+from dlbench.cli.usage import note, read_warnings, warn
 from dlbench.errors import UsageError
 from dlbench.formats import PARQUET_FORMAT
 from dlbench.results.export import write_atomically, write_logs
@@ -53,9 +53,9 @@ def query(args: argparse.Namespace) -> int:
         if not columns:
             raise UsageError(f"--columns {args.columns!r} names no key: give "
                              f"comma-separated result keys, e.g. exp.model,results.throughput")
-    try:
-        # From logs (no store), a damaged or incomplete log is worth knowing about here
-        # too, also when nothing matches.
+    # From logs (no store), a damaged or incomplete log is worth knowing about, also
+    # when nothing matches: in the error's one line then.
+    with read_warnings(warnings):
         if args.format in ("json", PARQUET_FORMAT):
             # Every key of every record (or every one --columns names) is read whole.
             selected = load_selected(args.input, where, flag, source, parse_warnings=warnings,
@@ -66,9 +66,6 @@ def query(args: argparse.Namespace) -> int:
             selected, shown = load_table(args.input, where, flag, source,
                                          preferred=QUERY_COLUMNS, columns=columns,
                                          parse_warnings=warnings)
-    finally:
-        for warning in warnings:
-            warn(warning)
     if shown is not None and args.format == "json":
         # --columns: those keys, in that order, as a table or CSV shows them.
         selected = [{key: record[key] for key in shown if key in record} for record in selected]

@@ -16,7 +16,7 @@ from dlbench.config.external import hf_summary
 from dlbench.config.registry import varying_parameters
 from dlbench.config.spec import Sourced
 from dlbench.errors import ConfigError, PathError, UsageError
-from dlbench.launch.launchers import Launcher, launcher, launchers
+from dlbench.launch.launchers import Launcher, ProcessLauncher, launcher, launchers
 from dlbench.launch.order import INTERLEAVED, SEQUENTIAL
 from dlbench.launch.signals import SIGUSR1_EXIT_STATUS
 from dlbench.launch.sweep import Sweep
@@ -47,8 +47,9 @@ def planned_experiments(
     args: argparse.Namespace, chosen: Launcher | None = None
 ) -> list[dict[str, Any]]:
     """The experiments of the sweep the spec arguments of ``args`` describe, resolved and
-    checked (``chosen``: the launcher, whose defaults apply); the spec's warnings go to
-    stderr."""
+    checked (``chosen``: the launcher, whose defaults apply, and which refuses a GPU
+    experiment on a machine without one when it runs the workers here); the spec's
+    warnings go to stderr."""
     overrides = {}
     if args.out is not None and not args.out.strip():
         raise PathError("--out: empty path; give the run directory, e.g. --out runs/sweep")
@@ -62,7 +63,9 @@ def planned_experiments(
     for name, value in (chosen.defaults() if chosen is not None else {}).items():
         if name not in spec.parameters and name not in spec.variables:
             spec.parameters[name] = Sourced(value, f"--launcher {args.launcher}")
-    experiments = plan_experiments(spec, args.max_experiments)
+    # Workers this process starts and watches run here: a GPU they ask for must be here.
+    runs_here = isinstance(chosen, ProcessLauncher)
+    experiments = plan_experiments(spec, args.max_experiments, runs_here=runs_here)
     if args.out is None:
         # The default run directory is relative: pin it (and the logs under it) to where
         # the command was started, whatever the worker's working directory.

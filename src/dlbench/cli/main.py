@@ -268,7 +268,8 @@ def _add_peak(sub: Subparsers) -> None:
                       help="print only; do not update the peaks file")
     peak.add_argument("--force", action="store_true",
                       help="save even a peak that cannot be the device's: measured under CPU "
-                           "contention, far below the one saved, or of too small a --size")
+                           "contention, far below the one saved or the device's datasheet, or "
+                           "of too small a --size")
     add_format(peak, format_choices(REPORT_FORMATS, "text", "json"),
                "lines per device (text) or json")
     peak.set_defaults(handler=_lazy("commands_host", "peak"))

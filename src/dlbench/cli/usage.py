@@ -20,14 +20,15 @@ One vocabulary across commands:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shutil
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
-from dlbench.errors import UsageError
+from dlbench.errors import DlbenchError, UsageError
 from dlbench.textsafe import safe_text
 
 _REWRITES: list[tuple[re.Pattern[str], str]] = [
@@ -279,3 +280,33 @@ def note(message: str) -> None:
     """Print ``message`` (a line naming paths or values from data, such as where a
     file was written) on stderr, terminal-safe."""
     print(safe_text(message), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def read_warnings(*collected: Sequence[object]) -> Iterator[None]:
+    """Around reading inputs (and what is made of them) that collects warnings in the
+    lists ``collected`` (what could not be read: a log cut short, a file that is no
+    log): when the block ends well, each is printed as a warning line; when it ends in a
+    DlbenchError, they go into the error's one line instead (the first, and how many
+    more), so that a failed command prints exactly one line, its error, which also says
+    what reading found.
+
+    >>> try:
+    ...     with read_warnings(["x.log: empty file; no record"]):
+    ...         raise UsageError("--input x.log holds no records")
+    ... except UsageError as error:
+    ...     print(error)
+    --input x.log holds no records (x.log: empty file; no record)
+    """
+    try:
+        yield
+    except DlbenchError as error:
+        warnings = [warning for found in collected for warning in found]
+        if not warnings:
+            raise
+        more = len(warnings) - 1
+        also = f"; and {more} more warning{'s' if more != 1 else ''}" if more else ""
+        raise type(error)(f"{error} ({warnings[0]}{also})") from None
+    for found in collected:
+        for warning in found:
+            warn(warning)

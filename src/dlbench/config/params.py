@@ -28,8 +28,15 @@ _UNSET: Any = object()
 MAX_BATCHES = 10_000_000
 #: Most seconds a duration parameter may ask for: a day.
 MAX_SECONDS = 86_400
+#: Most seconds one worker may run (exp.timeout), and train (exp.max_train_seconds): a
+#: week.
+MAX_WORKER_SECONDS = 7 * MAX_SECONDS
 #: Most worker processes exp.repeat may run one after another.
 MAX_REPEAT = 1_000
+#: Largest accepted exp.replica_batch, and so the largest batch exp.replica_batch=auto
+#: may probe: far above any batch a device holds, and low enough that a mistyped size
+#: (1e26) is an error, not an absurd throughput.
+MAX_REPLICA_BATCH = 2**20
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,14 @@ from dlbench.config.catalog import (
 from dlbench.config.dlbs_names import is_dlbs_name
 from dlbench.config.external import HF_PARAMS
 from dlbench.config.frameworks.base import FrameworkInfo, load_declaration
-from dlbench.config.params import MAX_BATCHES, MAX_REPEAT, MAX_SECONDS, PARAM_TYPES, Param
+from dlbench.config.params import (
+    MAX_BATCHES,
+    MAX_REPEAT,
+    MAX_SECONDS,
+    MAX_WORKER_SECONDS,
+    PARAM_TYPES,
+    Param,
+)
 from dlbench.config.run_params import (
     ACCURACY_PARAMS,
     AUTO_BATCH_PARAMS,
@@ -44,7 +51,8 @@ from dlbench.config.run_params import (
 from dlbench.config.scenarios.params import SCENARIO_PARAMS
 
 __all__ = ["CONTAINER_ENGINE_COMMANDS", "PARAM_TYPES", "REGISTRY", "USER_NAMESPACE", "Param",
-           "ParameterRegistry", "container_image", "is_user_param", "parse_container_mount",
+           "ParameterRegistry", "container_image", "found_batch_parameters", "is_user_param",
+           "parse_container_mount",
            "register_framework", "register_model", "unregister_framework",
            "unregister_model", "varying_parameters"]
 
@@ -137,6 +145,21 @@ def _effective_batch(get: Callable[[str], Any]) -> Any:
     worker finds the batch and writes both)."""
     batch = get("exp.replica_batch")
     return batch if batch == "auto" else get("exp.num_replicas") * batch
+
+
+def found_batch_parameters(values: Mapping[str, Any], batch: int) -> dict[str, int]:
+    """The batch parameters of an experiment planned with exp.replica_batch=auto once
+    ``batch`` is found: exp.replica_batch, its older name exp.device_batch, and
+    exp.effective_batch by the plan's own rule (replicas times the replica batch).
+
+    >>> found_batch_parameters({"exp.num_replicas": 2}, 40)
+    {'exp.replica_batch': 40, 'exp.device_batch': 40, 'exp.effective_batch': 80}
+    """
+    def get(name: str) -> Any:
+        return batch if name == "exp.replica_batch" else values[name]
+
+    return {"exp.replica_batch": batch, "exp.device_batch": batch,
+            "exp.effective_batch": int(_effective_batch(get))}
 
 
 #: Statuses a spec may give exp.status: run the experiment (empty or `ok`), or leave it
@@ -322,7 +345,7 @@ _EXP = [
           "the time the batches left take at the pace measured so far (exp.max_duration for "
           "exp.num_batches=auto) plus 120 s, after each progress line; a Slurm job's time "
           "limit takes the rule for 30 s batches (2100 s with the default batch counts).",
-          identity=False, special=("auto",)),
+          identity=False, special=("auto",), minimum=0, maximum=MAX_WORKER_SECONDS),
     Param("exp.rerun", "str", "onfail",
           "On a rerun of a sweep into the same run directory: `never` keeps any earlier result, "
           "`onfail` reruns experiments that did not end ok, `always` reruns everything.",

@@ -9,7 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
-from dlbench.config.params import MAX_BATCHES, MAX_SECONDS, Param
+from dlbench.config.params import (
+    MAX_BATCHES,
+    MAX_REPLICA_BATCH,
+    MAX_SECONDS,
+    MAX_WORKER_SECONDS,
+    Param,
+)
 
 MONITOR_PARAMS = [
     Param("monitor.enabled", "bool", "$(${monitor.frequency} > 0)$",
@@ -17,7 +23,7 @@ MONITOR_PARAMS = [
           "derived: off when monitor.frequency is 0.", identity=False),
     Param("monitor.frequency", "float", 0.5,
           "Seconds between two samples of the monitor (at least 0.01); 0 turns the monitor "
-          "off, as in DLBS.", identity=False),
+          "off, as in DLBS.", identity=False, minimum=0, maximum=MAX_SECONDS),
 ]
 
 # Data-parallel runs through torchrun, several nodes.
@@ -39,7 +45,7 @@ DISTRIBUTED_PARAMS = [
     Param("exp.collective_timeout", "float", 300.0,
           "Seconds a replica waits in a collective (gradient all-reduce, rendezvous) before "
           "it fails, so a lost replica fails its experiment instead of hanging it.",
-          identity=False),
+          identity=False, minimum=1, maximum=MAX_SECONDS),
 ]
 
 #: ``exp.parallel_jobs=gpus``: one copy per GPU of ``exp.gpus``.
@@ -210,7 +216,7 @@ ACCURACY_PARAMS = [
           maximum=100_000),
     Param("exp.max_train_seconds", "float", 600.0,
           "With exp.phase=train_to_accuracy, the most seconds of training before giving up "
-          "(checked after each epoch).", minimum=0, maximum=7 * MAX_SECONDS),
+          "(checked after each epoch).", minimum=0, maximum=MAX_WORKER_SECONDS),
     Param("exp.val_fraction", "float", 0.2,
           "With exp.phase=train_to_accuracy, the share of the data held out for validation "
           "(a seeded split).", minimum=0.01),
@@ -222,8 +228,9 @@ ACCURACY_PARAMS = [
 
 AUTO_BATCH_PARAMS = [
     Param("exp.auto_batch_max", "int", 4096,
-          "With exp.replica_batch=auto, the largest batch probed (doubling stops there).",
-          identity=False, minimum=1),
+          "With exp.replica_batch=auto, the largest batch probed (doubling stops there); "
+          "at most the largest exp.replica_batch.",
+          identity=False, minimum=1, maximum=MAX_REPLICA_BATCH),
     Param("exp.auto_batch_steps", "int", 2,
           "With exp.replica_batch=auto, the steps each probe runs before it counts as "
           "fitting.", identity=False, minimum=1, maximum=10_000),

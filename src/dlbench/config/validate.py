@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, FrameworkInfo, model_info
+from dlbench.config.devices import check_gpus_here
 from dlbench.config.expand import MAX_EXPERIMENTS, RawExperiment, expand
 from dlbench.config.external import is_external, missing_requirement
 from dlbench.config.modelinfo import IMAGE_SUFFIXES, ModelInfo
+from dlbench.config.params import MAX_REPLICA_BATCH
 from dlbench.config.profiling import check_measurement_extras
 from dlbench.config.registry import (
     CONTAINER_ENGINE_COMMANDS,
@@ -38,37 +40,33 @@ __all__ = ["MAX_REPLICA_BATCH", "RUN_DIR_FILES", "check_experiment", "check_log_
 
 #: exp.gpus in DLBS's syntax: replicas separated by `,`, GPUs of one replica by `:`.
 _GPUS = re.compile(r"^$|^\d+(:\d+)*(,\d+(:\d+)*)*$")
-#: Largest accepted exp.replica_batch: far above any batch a device holds, and low
-#: enough that a mistyped size (1e26) is an error, not an absurd throughput.
-MAX_REPLICA_BATCH = 2**20
 #: A rendezvous endpoint: host name or address, a colon, a port.
 _ENDPOINT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d+$")
 
 #: Smallest accepted value of numeric parameters.
 _MINIMUM = {
     "exp.replica_batch": 1,
-    "exp.timeout": 0,
     "exp.num_nodes": 1,
     "exp.num_local_replicas": 1,
-    "exp.collective_timeout": 1,
     "exp.image_size": 0,
     "exp.seq_len": 0,
     "exp.data_workers": 0,
     "exp.target_ci": 0,
     "exp.cv_threshold": 0,
-    "monitor.frequency": 0,
 }
 
 #: What the known values of these parameters are called in messages.
 _KNOWN_KINDS = {"exp.framework": "framework", "exp.model": "model"}
 
 
-def plan_experiments(spec: SweepSpec,
-                     max_experiments: int = MAX_EXPERIMENTS) -> list[dict[str, Any]]:
+def plan_experiments(spec: SweepSpec, max_experiments: int = MAX_EXPERIMENTS, *,
+                     runs_here: bool = False) -> list[dict[str, Any]]:
     """The experiments of ``spec``: expanded, resolved, cast and checked, in expansion order.
 
     Each is a flat dict of every registry parameter (defaults filled in) plus any
-    ``user.*`` parameter, with ``exp.id`` set.
+    ``user.*`` parameter, with ``exp.id`` set. ``runs_here``: the workers will run on
+    this machine, so an experiment asking for a GPU is refused when none is visible
+    (:func:`~dlbench.config.devices.check_gpus_here`); a plan for elsewhere is not.
 
     >>> from dlbench.config.spec import load_spec
     >>> spec = load_spec(params=["exp.framework=fake", "exp.model=toy"],
@@ -84,6 +82,9 @@ def plan_experiments(spec: SweepSpec,
         if _disabled(values, raw):
             continue  # DLBS's way of switching experiments off: not planned, not checked
         check_experiment(values, raw)
+        if runs_here:
+            shown = describe("exp.gpus", values["exp.gpus"], raw["exp.gpus"].source)
+            check_gpus_here(values, shown, FRAMEWORKS[values["exp.framework"]])
         experiments.append(own_parameters(values))
         raws.append(raw)
     check_log_files(experiments, raws)

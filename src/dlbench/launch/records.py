@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dlbench.measure.combine import combine_repeats
+from dlbench.measure.combine import combine_repeats, found_batch_outcome
 from dlbench.measure.ncu import summarize_ncu_file
 from dlbench.measure.stability import repeat_verdict
 from dlbench.results.keys.lookup import KEY_PREFIXES
@@ -178,6 +178,7 @@ def combine_processes(
     record.update(experiment)
     record.update(combine_repeats(processes))
     record.update(repeat_verdict(experiment, processes, record.get("results.repeat_cv")))
+    record.update(found_batch_outcome(record))  # exp.replica_batch=auto: the batch found
     record["results.repeat_log_files"] = [str(p["exp.log_file"]) for p in processes]
     record["exp.status"], record["exp.status_msg"] = "ok", ""
     return record

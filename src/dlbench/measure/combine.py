@@ -29,12 +29,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from dlbench.config.registry import found_batch_parameters
 from dlbench.measure.peak.peaks import checked_mfu
 from dlbench.measure.stats import mean, sample_std, summarize_times, t_quantile_975
 from dlbench.results.keys.lookup import KEY_PREFIXES, lookup
 from dlbench.results.values import is_number
 
-__all__ = ["COPIES", "REPEATS", "combine_repeats", "combine_results", "rule_of"]
+__all__ = ["COPIES", "REPEATS", "combine_repeats", "combine_results", "found_batch_outcome",
+           "rule_of"]
 
 #: Processes that ran at the same time, each on its share of one node.
 COPIES = "copies"
@@ -156,6 +158,21 @@ def _batch_weighted_mean(name: str, processes: Sequence[Mapping[str, Any]]) -> A
 
 _Processes = Sequence[Mapping[str, Any]]
 
+
+def _found_batches(processes: _Processes) -> list[int] | None:
+    """The batch each process found with exp.replica_batch=auto, or None unless every
+    process found one."""
+    batches = [p.get("results.auto_batch") for p in processes]
+    if not all(isinstance(b, int) and not isinstance(b, bool) for b in batches):
+        return None
+    return batches  # type: ignore[return-value]
+
+
+def _agreed_batch(processes: _Processes) -> Any:
+    """The batch every process found; None when they differ (none is the experiment's)."""
+    batches = _found_batches(processes)
+    return batches[0] if batches and len(set(batches)) == 1 else None
+
 #: How each key declared ``recomputed`` (on some axis) is computed again, after every
 #: other key is combined: ``(name, processes, combined, devices) -> value or None``.
 _RECOMPUTED: dict[str, Callable[[str, _Processes, Mapping[str, Any], int], Any]] = {
@@ -166,7 +183,13 @@ _RECOMPUTED: dict[str, Callable[[str, _Processes, Mapping[str, Any], int], Any]]
     "results.ci95_rel": lambda n, p, c, d: _between_processes(n, p, c),
     "results.mfu": _mfu,
     "results.use.samples_per_joule": lambda n, p, c, d: _samples_per_joule(p),
+    "results.auto_batch": lambda n, p, c, d: _agreed_batch(p),
+    "results.auto_batches": lambda n, p, c, d: _found_batches(p),
 }
+
+#: Recomputed keys no process writes, each listing every process's value of the key it
+#: names: computed when some process has that key.
+_LISTED = {"results.auto_batches": "results.auto_batch"}
 
 
 def combine_results(
@@ -212,7 +235,8 @@ def combine_results(
             continue  # none, or a rule this key cannot take
         if value is not None or rule == "first":
             combined[name] = value
-    for name in later:
+    listed = [name for name, source in _LISTED.items() if source in names]
+    for name in [*later, *listed]:
         value = _RECOMPUTED[name](name, processes, combined, devices)
         if value is None:  # e.g. one process has no between-process interval
             value = pooled.get(name)
@@ -221,6 +245,33 @@ def combine_results(
     # An MFU above 1 is a wrong peak, whether one process's or the combination's.
     combined.update(checked_mfu(combined))
     return combined
+
+
+def found_batch_outcome(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``exp.replica_batch=auto`` found, for the combined ``record`` of several
+    processes (its parameters, combined results and verdict): when every process found
+    the same batch, the batch parameters (``exp.replica_batch``, ``exp.device_batch``,
+    ``exp.effective_batch``) set to it; when they differ, no batch is the experiment's:
+    the parameters stay ``auto``, ``results.auto_batches`` keeps each process's and the
+    result is marked unstable with the reason. Nothing for an experiment with a batch.
+
+    >>> found_batch_outcome({"exp.replica_batch": "auto", "exp.num_replicas": 1,
+    ...                      "results.auto_batch": 40})["exp.effective_batch"]
+    40
+    """
+    if record.get("exp.replica_batch") != "auto":
+        return {}
+    batch = record.get("results.auto_batch")
+    if isinstance(batch, int) and not isinstance(batch, bool):
+        return found_batch_parameters(record, batch)
+    batches = record.get("results.auto_batches")
+    if not isinstance(batches, list):
+        return {}
+    reasons = record.get("results.unstable_reasons")
+    found = ", ".join(map(str, batches))
+    return {"results.stable": False, "results.unstable_reasons": [
+        *(reasons if isinstance(reasons, list) else []),
+        f"the processes found different batches with exp.replica_batch=auto ({found})"]}
 
 
 #: Per-process values an experiment run by several processes (``exp.repeat``) keeps

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dlbench.backends.base import load_backend
+from dlbench.config.params import MAX_REPLICA_BATCH
+from dlbench.config.registry import found_batch_parameters
 from dlbench.errors import WorkerError
 from dlbench.worker.heartbeat import is_out_of_memory
 
@@ -61,8 +63,7 @@ def largest_batch(fits: Callable[[int], bool], maximum: int) -> int:
 def probe_batch(params: Mapping[str, Any], batch: int, steps: int) -> str:
     """Set the backend up at ``batch`` and run ``steps`` steps: "" when it fits, the
     out-of-memory message when it does not; any other error is raised."""
-    probe = {**params, "exp.replica_batch": batch,
-             "exp.effective_batch": batch * int(params["exp.num_replicas"])}
+    probe = {**params, **found_batch_parameters(params, batch)}
     backend = load_backend(probe)
     try:
         backend.setup()
@@ -90,4 +91,7 @@ def find_largest_batch(params: Mapping[str, Any]) -> tuple[int, list[Probe]]:
         probes.append({"batch": batch, "fits": not error, "error": error or None})
         return not error
 
-    return largest_batch(fits, int(params["exp.auto_batch_max"])), probes
+    # The plan refuses a larger exp.auto_batch_max; an input file written by hand
+    # still probes no batch the plan would refuse.
+    maximum = min(int(params["exp.auto_batch_max"]), MAX_REPLICA_BATCH)
+    return largest_batch(fits, maximum), probes

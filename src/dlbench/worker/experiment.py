@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.backends.base import Backend, load_backend
+from dlbench.config.registry import found_batch_parameters
 from dlbench.config.scenarios.registry import issues_queries
 from dlbench.errors import WorkerError
 from dlbench.measure.loadgen.scenario import run_scenario
@@ -171,14 +172,13 @@ def _monitor_results(
 
 def _auto_batch(params: Mapping[str, Any], log: LogWriter) -> dict[str, Any]:
     """``exp.replica_batch=auto``: find the largest batch that runs (every probe goes to
-    the log) and return the parameters with it; the log's later ``exp.replica_batch`` and
-    ``exp.effective_batch`` lines replace the ``auto`` written first."""
+    the log) and return the parameters with it; the log's later ``exp.replica_batch``,
+    ``exp.device_batch`` and ``exp.effective_batch`` lines replace the ``auto`` written
+    first."""
     batch, probes = find_largest_batch(backend_params(params))
-    found = {**params, "exp.replica_batch": batch,
-             "exp.effective_batch": batch * int(params["exp.num_replicas"])}
-    log.write_many({"exp.replica_batch": batch, "exp.effective_batch": found["exp.effective_batch"],
-                    "results.auto_batch": batch, "results.auto_batch_probes": probes})
-    return found
+    batches = found_batch_parameters(params, batch)
+    log.write_many({**batches, "results.auto_batch": batch, "results.auto_batch_probes": probes})
+    return {**params, **batches}
 
 
 def _scenario_results(

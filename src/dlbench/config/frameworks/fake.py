@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dlbench.config.frameworks.base import FrameworkInfo
-from dlbench.config.params import SEED, Param
+from dlbench.config.params import MAX_SECONDS, SEED, Param
 
 FRAMEWORK = FrameworkInfo(
     id="fake",
@@ -21,13 +21,13 @@ FRAMEWORK = FrameworkInfo(
     devices="dlbench.backends.fake:available_devices",
     params=(
         Param("fake.step_ms", "float", 10.0, "Time each step of the fake workload takes, ms.",
-              minimum=0),
+              minimum=0, maximum=MAX_SECONDS * 1000),
         Param("fake.jitter_ms", "float", 0.0,
               "Uniform random jitter added to each fake step, in [0, fake.jitter_ms] ms.",
-              minimum=0),
+              minimum=0, maximum=MAX_SECONDS * 1000),
         Param("fake.warmup_ms", "float", 0.0,
               "Extra time of the first warm-up step, decaying by half each following step: a "
-              "slow warm-up to test warm-up handling.", minimum=0),
+              "slow warm-up to test warm-up handling.", minimum=0, maximum=MAX_SECONDS * 1000),
         Param("fake.memory_mb", "int", 0,
               "MiB the fake workload allocates (and touches) at set-up and holds until the "
               "end.", minimum=0),

@@ -25,7 +25,7 @@ from typing import Any
 from dlbench.config.catalog import FRAMEWORKS
 from dlbench.config.run_params import copy_count, gpu_list
 from dlbench.launch.copies.cgroups import own_cgroup1_memory_dir, own_cgroup2_dir
-from dlbench.measure.combine import COPIES, combine_results
+from dlbench.measure.combine import COPIES, combine_results, found_batch_outcome
 from dlbench.measure.sysinfo import cpu_list_text, split_cores
 from dlbench.results.keys.lookup import KEY_PREFIXES
 from dlbench.results.values import is_number
@@ -174,6 +174,7 @@ def combine_copies(
     record.update(experiment)
     devices = len(copies) if gpu_list(experiment) else 1
     record.update(combine_results(copies, COPIES, devices=devices, label="copy"))
+    record.update(found_batch_outcome(record))  # exp.replica_batch=auto: the batch found
     record["results.copies"] = len(copies)
     record["results.copy_time"] = [float(c["results.time"]) for c in copies]
     record["results.copy_num_batches"] = [len(c["results.time_data"]) for c in copies]

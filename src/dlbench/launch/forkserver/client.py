@@ -36,7 +36,6 @@ plain worker.
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
 import select
@@ -49,6 +48,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from dlbench.config.devices import cuda_device_visible
 from dlbench.config.run_params import copy_count, repeat_count
 from dlbench.launch.command import note_worker_env, uses_torchrun, worker_argv, worker_env
 from dlbench.launch.local.process import WorkerProcess, die_with_parent, start_worker
@@ -77,9 +77,7 @@ class ForkServerError(Exception):
 def gpu_visible(env: Mapping[str, str]) -> bool:
     """Whether a CUDA GPU may be visible to a worker with ``env``: an NVIDIA device
     node exists and ``CUDA_VISIBLE_DEVICES`` does not hide every GPU."""
-    if env.get("CUDA_VISIBLE_DEVICES", "unset").strip() in ("", "-1"):
-        return False
-    return bool(glob.glob("/dev/nvidia[0-9]*"))
+    return cuda_device_visible(env)
 
 
 def uses_gpu(experiment: Mapping[str, Any], env: Mapping[str, str]) -> bool:

@@ -13,8 +13,9 @@ measured figures go into the record beside it (:func:`measured_peaks`).
 A saved peak is the denominator of every later MFU, so a figure that cannot be the
 device's is not saved (:func:`peak_problems`): one measured while the process did not
 get the CPU time its threads could use (:func:`contention_problem`, on the CPU), one far
-below the peak already saved for that device and dtype (:func:`drop_problem`), one of a
-matmul too small to measure the device (:func:`size_problem`). An MFU above 1 is not
+below the peak already saved for that device and dtype (:func:`drop_problem`), one far
+below the device's datasheet figure (:func:`datasheet_problem`), one of a matmul too
+small to measure the device (:func:`size_problem`). An MFU above 1 is not
 recorded either (:func:`model_flops_utilization`): it says the peak is wrong.
 
 This module imports no framework. Example::
@@ -60,6 +61,12 @@ MIN_CPU_SHARE = 0.75
 #: A new peak below this share of the one saved for the device and dtype is refused:
 #: a device does not lose half its arithmetic; a loaded machine or a wrong setting does.
 MIN_SHARE_OF_SAVED = 0.5
+#: A new peak below this share of the device's datasheet figure (:data:`DATASHEET`) is
+#: refused: a large matmul or copy on a card reaches a good part of its datasheet
+#: figure (half or more, power-capped or not); a tenth means the measurement did not
+#: reach the device's arithmetic (another precision's path, a shared or throttled
+#: device), and every MFU divided by it would be ten times too high.
+MIN_SHARE_OF_DATASHEET = 0.1
 
 
 @dataclass(frozen=True)
@@ -226,16 +233,45 @@ def drop_problem(entry: dict[str, Any], saved: dict[str, Any] | None) -> str | N
     return f"{'; '.join(drops)} (a loaded machine?)"
 
 
+def datasheet_problem(entry: dict[str, Any]) -> str | None:
+    """Why ``entry`` cannot be its device's peak by the device's datasheet, or None: a
+    dtype's TFLOP/s, or the memory copy's GB/s, below :data:`MIN_SHARE_OF_DATASHEET` of
+    the datasheet's figure. None for a device without a datasheet entry (every CPU)."""
+    sheet = datasheet(str(entry.get("device", "")))
+    if sheet is None:
+        return None
+    measured = [(f"{dtype} {value:.4g} TFLOP/s", value, sheet.tflops[dtype])
+                for dtype, value in _tflops(entry).items()
+                if _is_number(value) and dtype in sheet.tflops]
+    memory = entry.get("memory_gbps")
+    if _is_number(memory):
+        measured.append((f"memory copy {memory:.4g} GB/s", memory, sheet.memory_gbps))
+    # `not >=`: a NaN is no peak either.
+    lows = [f"{what} is {value / figure:.1%} of the datasheet's {figure:g}"
+            for what, value, figure in measured
+            if figure > 0 and not value >= MIN_SHARE_OF_DATASHEET * figure]
+    if not lows:
+        return None
+    return (f"{'; '.join(lows)} ({sheet.label}: below {MIN_SHARE_OF_DATASHEET:.0%}, "
+            f"not the device's)")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def peak_problems(entry: dict[str, Any], saved: dict[str, Any] | None) -> list[str]:
     """Every reason ``entry`` (from ``measure_device``) cannot be its device's peak,
     given ``saved``, the entry stored for that device (None when there is none): a
-    matmul too small, a contended CPU, a drop from the saved peak. Empty: save it."""
+    matmul too small, a contended CPU, a drop from the saved peak, a figure far below
+    the device's datasheet. Empty: save it."""
     size = entry.get("matmul_size")
     problems = [
         size_problem(int(size), str(entry.get("device_type"))) if isinstance(size, int)
         else None,
         contention_problem(entry),
         drop_problem(entry, saved),
+        datasheet_problem(entry),
     ]
     return [p for p in problems if p]
 

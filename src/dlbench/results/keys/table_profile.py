@@ -70,8 +70,12 @@ PROFILE_KEYS = [
     ResultKey("results.memory.note", "str", "",
               "which memory figures the framework could not give, and why", "", "first"),
     ResultKey("results.auto_batch", "int", "",
-              "the largest batch that ran with exp.replica_batch=auto", "d", "first",
-              better="higher"),
+              "the largest batch that ran with exp.replica_batch=auto (of several "
+              "processes: the batch they all found; absent when they differ)", "d",
+              "recomputed", better="higher"),
+    ResultKey("results.auto_batches", "list[int]", "",
+              "with exp.replica_batch=auto, the batch each process found, in process "
+              "order (repeats and copies)", "", "recomputed"),
     ResultKey("results.auto_batch_probes", "list[dict]", "",
               "every probe of exp.replica_batch=auto: batch, fits, error", "", "none"),
     ResultKey("results.accuracy_curve", "list[float]", "",
