@@ -106,9 +106,9 @@ def test_the_server_refuses_a_gpu_worker_once_the_cuda_driver_is_loaded(
     clean, loaded = tmp_path / "clean", tmp_path / "loaded"
     clean.write_text("7f00-7f01 r-xp 0 08:01 1 /usr/lib/libc.so.6\n")
     loaded.write_text(clean.read_text() + "7f02-7f03 r-xp 0 08:01 2 /usr/lib/libcuda.so.1\n")
-    assert not forkserver_main.cuda_driver_loaded(str(clean))
-    assert forkserver_main.cuda_driver_loaded(str(loaded))
-    assert not forkserver_main.cuda_driver_loaded(str(tmp_path / "missing"))
+    assert forkserver_main.cuda_driver_path(str(clean)) == ""
+    assert forkserver_main.cuda_driver_path(str(loaded)) == "/usr/lib/libcuda.so.1"
+    assert forkserver_main.cuda_driver_path(str(tmp_path / "missing")) == ""
     many = 10_000  # threads at start: the test process's own threads do not count here
     assert forkserver_main._unsafe_to_fork(many, gpu=True, maps=str(clean)) == ""
     assert "CUDA driver" in forkserver_main._unsafe_to_fork(many, gpu=True, maps=str(loaded))

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from dlbench.measure.stats import mean, percentile, sample_std, summarize_times, throughput
-from dlbench.measure.timing import time_batches
+from dlbench.measure.timing import run_batches
 
 
 def test_summary_of_four_times_by_hand() -> None:
@@ -58,7 +58,7 @@ def test_timing_loop_times_only_timed_batches() -> None:
     def sync() -> None:
         calls.append(("sync", -1))
 
-    times = time_batches(step, sync, num_warmup=2, num_batches=3, clock=lambda: next(ticks))
+    times = run_batches(step, sync, 2, 3, clock=lambda: next(ticks)).times_ms
     assert times == [1.0, 1.0, 1.0]
     # warm-up steps 0 and 1 run before timing; every timed step is synchronised
     assert [i for kind, i in calls if kind == "step"] == [0, 1, 2, 3, 4]

@@ -214,15 +214,3 @@ def _run_until(
         if half_width is not None and average > 0 and half_width / average <= stop.target_ci:
             return "ci_reached"
         next_check = count + max(1, count // stop.CHECK_FRACTION)
-
-
-def time_batches(
-    step: Step,
-    synchronize: Sync,
-    num_warmup: int,
-    num_batches: int,
-    clock: Clock = time.perf_counter_ns,
-) -> list[float]:
-    """Run ``num_warmup`` untimed then ``num_batches`` timed steps; return each timed
-    step's duration in milliseconds (:func:`run_batches` with fixed counts)."""
-    return run_batches(step, synchronize, num_warmup, num_batches, clock).times_ms

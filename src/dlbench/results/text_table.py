@@ -86,10 +86,6 @@ def experiment_label(row: Mapping[str, Any], keys: Sequence[str]) -> str:
     return " ".join(parts)
 
 
-def _recorded(row: Mapping[str, Any], column: str) -> Any:
-    return row.get(column)
-
-
 def _label_text(value: Any) -> str:
     # A parameter's value as given (fake.step_ms=2.0), not rounded as a measurement.
     return "-" if value is None else str(value)

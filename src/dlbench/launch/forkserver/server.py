@@ -80,12 +80,6 @@ def cuda_driver_path(maps: str = "/proc/self/maps") -> str:
     return ""
 
 
-def cuda_driver_loaded(maps: str = "/proc/self/maps") -> bool:
-    """Whether the CUDA driver library is mapped into this process; False where the
-    map cannot be read."""
-    return bool(cuda_driver_path(maps))
-
-
 def _current_context(path: str) -> int:
     # RTLD_NOLOAD: only a library already loaded is opened, nothing new is loaded.
     # cuCtxGetCurrent never initialises the driver: before cuInit it answers
