@@ -1,5 +1,5 @@
 """The declared result keys: the type of a key and how values combine (:mod:`.types`), the
-tables of every key (:mod:`.table`, :mod:`.table_profile`, :mod:`.table_scenarios`), and
+tables of every key (:mod:`.table`, with its profile and scenario parts), and
 looking a key up (:mod:`.lookup`).
 """
 

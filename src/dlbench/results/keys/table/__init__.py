@@ -8,8 +8,8 @@ A name may hold placeholders (``<i>``, ``<series>``...), defined in
 
 from __future__ import annotations
 
-from dlbench.results.keys.table_profile import PROFILE_KEYS
-from dlbench.results.keys.table_scenarios import GENERATE_ROWS
+from dlbench.results.keys.table.profile import PROFILE_KEYS
+from dlbench.results.keys.table.scenarios import GENERATE_ROWS
 from dlbench.results.keys.types import AGGREGATES, ResultKey
 
 __all__ = ["AGGREGATES", "PLACEHOLDERS", "REPEAT_ORDER_INTERLEAVED", "RESULT_KEYS", "ResultKey"]
