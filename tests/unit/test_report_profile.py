@@ -14,9 +14,9 @@ from dlbench.report.cells import Report
 from dlbench.report.charts.axes import nice_step
 from dlbench.report.compare.compare import compare_records
 from dlbench.report.compare.formatting import format_comparison
-from dlbench.report.html.memory_chart import memory_chart_svg, unit_for
-from dlbench.report.html.page import render_html
-from dlbench.report.html.profile_section import operator_table_html, profile_section_html
+from dlbench.report.html.memory import memory_chart_svg, unit_for
+from dlbench.report.html.operator_table import operator_table_html
+from dlbench.report.html.page import profiles_section_html, render_html
 from dlbench.report.operators import OperatorChange, compare_operators, record_operators
 
 EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
@@ -177,7 +177,7 @@ def test_hostile_operator_and_label_are_escaped_everywhere() -> None:
 
 
 def test_no_section_without_profiles_or_memory() -> None:
-    assert profile_section_html([rec()], ["toy"]) == ""
+    assert profiles_section_html([rec()], ["toy"]) == ""
     assert 'id="profiles"' not in render_html(Report("r"), [rec()])
 
 

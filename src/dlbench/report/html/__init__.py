@@ -1,6 +1,6 @@
 """The self-contained HTML report: the page (:mod:`.page`), its throughput charts
-(:mod:`.charts`), the memory breakdown chart (:mod:`.memory_chart`), the operator
-tables of profiled records (:mod:`.profile_section`), and the escaping and page shell
+(:mod:`.charts`), the memory breakdown (:mod:`.memory`), the operator
+table of profiled records (:mod:`.operator_table`), and the escaping and page shell
 every dlbench page shares (:mod:`.markup`).
 """
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import math
 
 import dlbench
 
@@ -66,6 +67,16 @@ def escape(value: object) -> str:
     """``value`` as text safe inside an HTML element or a quoted attribute: ``&``, ``<``,
     ``>``, ``"`` and ``'`` escaped."""
     return html.escape(str(value), quote=True)
+
+
+def number_cell(value: float | None, text: str, title: str = "") -> str:
+    """A right-aligned table cell showing ``text`` and carrying ``value`` for the page's
+    sorting script (so that ``1,000.00`` or a format never decides the order), with an
+    optional tooltip; a missing or non-finite value is a ``-`` cell."""
+    if value is None or not math.isfinite(value):
+        return '<td class="missing">-</td>'
+    tip = f' title="{escape(title)}"' if title else ""
+    return f'<td class="num" data-sort="{escape(repr(float(value)))}"{tip}>{escape(text)}</td>'
 
 
 def page_shell(title: str, body: str, script: str) -> str:

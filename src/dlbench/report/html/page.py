@@ -24,8 +24,10 @@ import dlbench
 from dlbench.config.registry import varying_parameters
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
-from dlbench.report.html.markup import escape, page_shell
-from dlbench.report.html.profile_section import profile_section_html
+from dlbench.report.html.markup import escape, number_cell, page_shell
+from dlbench.report.html.memory import memory_html
+from dlbench.report.html.operator_table import OPEN_TABLES, operator_table_html
+from dlbench.report.operators import record_operators
 from dlbench.report.render import format_value, spread
 from dlbench.report.serving.section import serving_section_html
 from dlbench.results.io import write_atomically
@@ -103,9 +105,8 @@ def _cell(value: Any, floatfmt: str | None) -> str:
     tip = ""
     if isinstance(value, Measured):
         sd = "-" if value.sd is None else format_number(value.sd, floatfmt)
-        tip = f' title="{escape(f"mean of {value.n} run(s), sample sd {sd}")}"'
-    sort_key = escape(repr(float(value)))
-    return f'<td class="num" data-sort="{sort_key}"{tip}>{escape(text + spread(value))}</td>'
+        tip = f"mean of {value.n} run(s), sample sd {sd}"
+    return number_cell(float(value), text + spread(value), tip)
 
 
 def _plain_value(value: Any) -> str:
@@ -279,7 +280,7 @@ def render_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
 <section id="charts"><h2>Charts</h2>
 {_charts_html(records)}
 </section>
-{profile_section_html(records, labels)}
+{profiles_section_html(records, labels)}
 {serving_section_html(report, records)}
 <section id="failures"><h2>Failures ({len(failures)})</h2>
 {failure_parts or "<p>Every experiment ended ok.</p>"}
@@ -294,3 +295,22 @@ def write_html_report(report: Report, records: Sequence[Mapping[str, Any]], path
     """Write :func:`render_html` to ``path``, atomically: a temporary file in the same
     directory renamed into place, so a reader never sees half a page."""
     write_atomically(path, render_html(report, records).encode("utf-8"))
+
+
+def profiles_section_html(records: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> str:
+    """The page's "Operators and memory" section, or ``""`` when no record has an
+    operator breakdown or a memory figure. ``labels[i]`` names ``records[i]`` (the
+    page's experiment labels); links point at the page's ``#exp-<i>`` blocks."""
+    profiled = [i for i, r in enumerate(records) if record_operators(r)]
+    memory = memory_html(records, labels)
+    if not profiled and not memory:
+        return ""
+    parts = ['<section id="profiles"><h2>Operators and memory</h2>']
+    if memory:
+        parts += ["<h3>Memory breakdown</h3>", memory]
+    if profiled:
+        parts.append(f"<h3>Operators by self time ({len(profiled)} profiled experiment(s))</h3>")
+        open_ = len(profiled) <= OPEN_TABLES
+        parts += [operator_table_html(i, records[i], labels[i], open_=open_) for i in profiled]
+    parts.append("</section>")
+    return "\n".join(parts)

@@ -1,4 +1,5 @@
-"""The memory breakdown of experiments as a horizontal stacked bar chart, in SVG.
+"""The HTML report's memory breakdown: a horizontal stacked bar chart in SVG per model,
+and the same figures as a table.
 
 One bar per experiment, stacked from ``results.memory.*``: weights, gradients,
 optimizer state, activations; the device allocator's peak, where the record has one,
@@ -14,6 +15,7 @@ HTML-escaped.
 Example::
 
     svg = memory_chart_svg([("toy training exp.replica_batch=16", record)])
+    html = memory_html(records, labels)   # every chart with its table; "" without any
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from dlbench.report.charts.axes import axis_label, nice_step, tick_values
 from dlbench.report.charts.svg import CHAR_WIDTH, Scale, svg_document, text, x_grid, x_title
-from dlbench.report.html.markup import escape
+from dlbench.report.html.markup import escape, number_cell
 from dlbench.results.values import is_number as _is_number
 
 #: The stacked parts, bottom first: (shown name, record key, colour).
@@ -147,3 +149,54 @@ def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
                 f'<line x1="{px:.4f}" x2="{px:.4f}" y1="{y - 3:.1f}" y2="{y + _BAR + 3:.1f}" '
                 f'stroke="#1f2328" stroke-width="3"/></g>')
     return svg_document(width, height, out, css_class="memory-chart", font=True)
+
+
+#: A record's note on its memory figures (what could not be measured).
+_NOTE = "results.memory.note"
+
+
+def _memory_table_html(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    heads = ["experiment", *(name for name, _, _ in PARTS), "sum", "peak (allocator)"]
+    head = "".join(f'<th scope="col" class="{"text" if i == 0 else "num"}" '
+                   f'title="click to sort">{escape(h)}</th>' for i, h in enumerate(heads))
+    lines = []
+    for label, record in rows:
+        values = [record.get(key) for _, key, _ in PARTS]
+        numbers = [float(v) for v in values if _is_number(v)]
+        cells = [*values, sum(numbers) if numbers else None, record.get(PEAK)]
+        tds = "".join(number_cell(float(v), bytes_text(float(v))) if _is_number(v)
+                      else '<td class="missing">-</td>' for v in cells)
+        lines.append(f"<tr><td>{escape(label)}</td>{tds}</tr>")
+    body = "\n".join(lines)
+    return (f'<details><summary>The figures (bytes)</summary>\n<table class="sortable"><thead>'
+            f"<tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table></details>")
+
+
+def memory_html(records: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> str:
+    """The memory charts (one per framework and model, a bar per experiment), each with
+    its figures' table, then the records' memory notes; ``""`` when no record has a
+    memory figure. ``labels[i]`` names ``records[i]``."""
+    groups: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
+    for record, label in zip(records, labels, strict=True):
+        if has_memory(record):
+            key = (str(record.get("exp.framework", "?")), str(record.get("exp.model", "?")))
+            groups.setdefault(key, []).append((label, record))
+    figures = []
+    for number, ((framework, model), rows) in enumerate(groups.items()):
+        caption = (f"{model} ({framework}): memory by part, one bar per experiment; "
+                   "weights, gradients, optimizer state, activations saved for backward")
+        # The SVG has no ids: no chart of the page can clash with another's.
+        figures.append(
+            f'<figure class="chart" id="memory-chart-{number}">'
+            f"<figcaption>{escape(caption)}</figcaption>\n{memory_chart_svg(rows)}\n"
+            f"{_memory_table_html(rows)}</figure>")
+    notes: dict[str, int] = {}
+    for record in records:
+        note = record.get(_NOTE)
+        if isinstance(note, str) and note:
+            notes[note] = notes.get(note, 0) + 1
+    if notes:
+        items = "".join(f"<li>{escape(f'{note} ({count} experiment(s))')}</li>"
+                        for note, count in notes.items())
+        figures.append(f'<ul class="notes">{items}</ul>')
+    return "\n".join(figures)
