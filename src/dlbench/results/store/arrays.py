@@ -11,9 +11,9 @@ its one column of ``results`` (and the rare values of ``exact``):
 - a numeric key comes back as a float array, with which experiments hold a number.
 
 Every read is one query inside one read transaction, so the arrays are one snapshot
-of the store. What this module does not cover (a key holding lists in some records
-and scalars in others, NaN, values that differ in type but are equal in Python)
-raises :class:`NotColumnar`; callers then read records whole.
+of the store. Records that are not in a store (logs, exported files) are written
+through the store's own writer into a store in memory
+(:meth:`StoreArrays.of_records`) and read the same way.
 
 Example::
 
@@ -25,9 +25,8 @@ Example::
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -41,12 +40,12 @@ from dlbench.results.store import Store
 from dlbench.results.store.columns import Key, decode_column
 from dlbench.results.store.read import Reader
 from dlbench.results.store.where import register
+from dlbench.results.store.write import SCHEMA, Writer
 
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-class NotColumnar(Exception):
-    """The store holds something the array reads do not cover; read records whole."""
+#: The key a record's own ``exp.id`` is kept under in a store of records
+#: (:meth:`StoreArrays.of_records`), whose rows need ids of their own: records read
+#: from logs may lack one, and two exported records may share one.
+_RECORD_ID = "(record) exp.id"
 
 
 @dataclass
@@ -54,9 +53,9 @@ class KeyCodes:
     """One key over the selected experiments: ``codes[i]`` indexes ``values``.
 
     An experiment without the key has the code of ``None`` (as ``record.get`` would
-    give), and ``present`` tells the two apart. Two codes never stand for values that
-    Python finds equal (``1`` and ``1.0``, ``True`` and ``1``): such a key raises
-    :class:`NotColumnar` instead.
+    give), and ``present`` tells the two apart. Two codes stand for values whose JSON
+    texts differ, so ``1`` and ``1.0`` (equal in Python) have a code each: grouping
+    by Python's equality is the caller's to decide.
     """
 
     codes: np.ndarray
@@ -91,6 +90,9 @@ class StoreArrays:
         with Store(self.path, create=False):
             pass
         self._db = connect_read_only(self.path, "results store")
+        #: Whether ``exp.id`` is every experiment's own (a store), rather than the
+        #: records' (:meth:`of_records`), which some may lack or share.
+        self.stored_ids = True
         try:
             register(self._db)
             self._db.execute("BEGIN")  # one snapshot for every read below
@@ -101,6 +103,39 @@ class StoreArrays:
         except BaseException:
             self.close()
             raise
+
+    @classmethod
+    def of_records(cls, records: Sequence[Mapping[str, Any]], label: str = "records"
+                   ) -> StoreArrays:
+        """``records`` (all of them, in order, duplicates and records without an
+        ``exp.id`` included) written to a store in memory by the store's own writer,
+        and read as arrays; ``label`` names them in errors."""
+        arrays = cls.__new__(cls)
+        arrays.path = Path(label)
+        arrays.stored_ids = False
+        arrays._db = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            for statement in SCHEMA.split(";"):
+                arrays._db.execute(statement)
+            rows = []
+            for index, record in enumerate(records):
+                row = {(_RECORD_ID if key == "exp.id" else key): value
+                       for key, value in record.items()}
+                row["exp.id"] = str(index)
+                rows.append(row)
+            register(arrays._db)
+            arrays._db.execute("BEGIN")
+            Writer(arrays._db).write(rows)
+            arrays._open(None)
+        except BaseException:
+            arrays.close()
+            raise
+        # The records' own exp.id (where they have one) is what "exp.id" reads.
+        own = arrays._keys.pop(_RECORD_ID, None)
+        arrays._keys.pop("exp.id", None)
+        if own is not None:
+            arrays._keys["exp.id"] = own
+        return arrays
 
     def _open(self, where: Mapping[str, Any] | None) -> None:
         reader = Reader(self._db, self.path)
@@ -215,16 +250,6 @@ class StoreArrays:
             return KeyCodes(np.zeros(size, dtype=np.int64), [None], np.zeros(size, dtype=bool))
         all_values = self._all_values(key)
         held = [v for v, p in zip(all_values, present_all.tolist(), strict=True) if p]
-        lists = [isinstance(v, (list, dict)) for v in held]
-        if any(lists) and not all(lists):
-            raise NotColumnar(f"{key} holds lists or dicts in some records, not in others")
-        if not any(lists):
-            types = set(map(type, held))
-            if (float in types and int in types) or any(
-                    (type(v) is float and math.isnan(v)) or (type(v) is int and
-                    not _INT64[0] <= v <= _INT64[1]) for v in held):
-                # NaN, and 1 next to 1.0: what a dict of records does there is left to it.
-                raise NotColumnar(f"{key} holds values SQL does not tell apart as Python does")
         index: dict[Any, int] = {}
         values: list[Any] = []
         if types_are_ints(held):
@@ -235,8 +260,9 @@ class StoreArrays:
             if marker not in index:
                 index[marker] = len(values)
                 values.append(value)
-        values = _with_none(values)
-        none = values.index(None)
+        if (type(None), None) not in index:
+            values.append(None)  # the code of an absent key
+        none = index.get((type(None), None), len(values) - 1)
         full = np.full(self._all_seqs.size, none, dtype=np.int64)
         full[present_all] = [index[_marker(v)] for v in held]
         return KeyCodes(self._selected(full), values, self._selected(present_all))
@@ -248,15 +274,12 @@ class StoreArrays:
         return None if found is None else found.first
 
     def other_than(self, key: str, value: str) -> tuple[np.ndarray, list[Any]]:
-        """The positions of the selected experiments whose ``key`` is a scalar other
-        than the string ``value`` (``exp.status`` other than ``ok``), and those values."""
+        """The positions of the selected experiments whose ``key`` is anything but the
+        string ``value`` (``exp.status`` other than ``ok``), and those values."""
         if key not in self._keys:
             return np.zeros(0, dtype=np.int64), []
         present = self._present_all(key)
         all_values = self._all_values(key)
-        if any(isinstance(v, (list, dict)) for v, p in zip(all_values, present.tolist(),
-                                                            strict=True) if p):
-            raise NotColumnar(f"{key} holds lists or dicts")
         positions, values = [], []
         for position, all_position in enumerate(self._positions().tolist()):
             held = all_values[all_position]
@@ -275,10 +298,10 @@ class StoreArrays:
                                                        strict=True)):
                 if not has or type(held) not in (int, float):
                     continue
-                if (type(held) is float and math.isnan(held)) or (type(held) is int and not (
-                        _INT64[0] <= held <= _INT64[1])):
-                    raise NotColumnar(f"{key} holds values SQL does not compare exactly (NaN)")
-                values[position] = held
+                try:
+                    values[position] = held  # NaN stays NaN: not a number a report uses
+                except OverflowError:
+                    continue  # an int too large for a float: not one either
         values = self._selected(values)
         return values, np.isfinite(values)
 
@@ -338,14 +361,3 @@ def _marker(value: Any) -> Any:
 
 def _varies(values: list[Any]) -> bool:
     return len({_marker(v) for v in values}) > 1
-
-
-def _with_none(values: list[Any]) -> list[Any]:
-    """``values`` with ``None`` among them (the code of an absent key), after checking
-    that no two of them are equal in Python, as a dict of records would merge them."""
-    # A set merges 1, 1.0 and True, as dict keys do; lists and dicts compare as JSON.
-    seen = {("json", json.dumps(v, sort_keys=True)) if isinstance(v, (list, dict)) else v
-            for v in values}
-    if len(seen) < len(values):
-        raise NotColumnar(f"some values are equal in Python but stored apart: {values[:8]}")
-    return values if any(v is None for v in values) else [*values, None]
