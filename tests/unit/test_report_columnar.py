@@ -209,6 +209,30 @@ def test_store_arrays_known_answers(tmp_path: Path) -> None:
         assert [codes.values[c] for c in codes.codes] == [1, [2], None]
 
 
+def test_store_arrays_survey_known_answers(tmp_path: Path) -> None:
+    """Which keys hold one value everywhere, told by one scan, as reading them would."""
+    rows = [{"exp.id": f"e{i}", "exp.status": "ok" if i != 1 else "failure", "same": "x",
+             "ints": i, "none": None, "list": [1, 2], "exp.latency_percentile": 99,
+             "mixed": 1 if i else 1.0} for i in range(4)]
+    rows[3]["exp.status"] = ["ok"]
+    with Store(tmp_path / "s.sqlite") as opened:
+        opened.put_many(rows)
+    keys = ["same", "ints", "none", "list", "exp.latency_percentile", "mixed", "nowhere"]
+    with StoreArrays(tmp_path / "s.sqlite") as surveyed:
+        surveyed.survey(keys)
+        found = {k: (i.single, i.first) for k in keys if (i := surveyed.info(k)) is not None}
+        # exp.status: the experiments table's text says which rows to read.
+        positions, statuses = surveyed.other_than("exp.status", "ok")
+        assert positions.tolist() == [1, 3] and statuses == ["failure", ["ok"]]
+    # 99 under a key declared a float is kept in exact, in every record: still one value.
+    assert found == {"same": (True, "x"), "ints": (False, None), "none": (True, None),
+                     "list": (True, [1, 2]), "exp.latency_percentile": (True, 99),
+                     "mixed": (False, None)}
+    with StoreArrays(tmp_path / "s.sqlite") as read:  # the same, key by key
+        one_by_one = {k: (i.single, i.first) for k in keys if (i := read.info(k)) is not None}
+    assert one_by_one == found
+
+
 def test_grouping_known_answers() -> None:
     ids, firsts = first_appearance([np.array([5, 3, 5, 7])], 4)
     assert ids.tolist() == [0, 1, 0, 2] and firsts.tolist() == [0, 1, 3]

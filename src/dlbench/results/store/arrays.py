@@ -25,8 +25,9 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -37,10 +38,14 @@ import numpy as np
 from dlbench.errors import ResultsError
 from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import Store
-from dlbench.results.store.columns import Key, decode_column
+from dlbench.results.store.columns import INTEGER, JSON, REAL, Key, decode_column
 from dlbench.results.store.read import Reader
 from dlbench.results.store.where import register
 from dlbench.results.store.write import SCHEMA, Writer
+
+#: Keys surveyed per statement by :meth:`StoreArrays.survey` (three results each;
+#: SQLite allows 2,000 by default).
+_SURVEYED = 500
 
 #: The key a record's own ``exp.id`` is kept under in a store of records
 #: (:meth:`StoreArrays.of_records`), whose rows need ids of their own: records read
@@ -68,12 +73,13 @@ class KeyInfo:
     """What the store holds under one key, over every experiment stored."""
 
     name: str
-    #: Every value stored under the key is this one scalar (``first``).
+    #: Every value stored under the key is this one value (``first``, a list or dict
+    #: too).
     single: bool
     first: Any
 
     def single_value(self) -> bool:
-        """Whether every value stored under the key is one scalar (``first``)."""
+        """Whether every value stored under the key is one value (``first``)."""
         return self.single
 
 
@@ -160,6 +166,7 @@ class StoreArrays:
         self._present: dict[str, np.ndarray] = {}
         self._values: dict[str, list[Any]] = {}
         self._infos: dict[str, KeyInfo] = {}
+        self._exact_ids: set[int] | None = None
 
     def __len__(self) -> int:
         return int(self.seqs.size)
@@ -175,10 +182,78 @@ class StoreArrays:
         if key not in self._infos:
             held = [v for v, p in zip(self._all_values(key), self._present_all(key).tolist(),
                                       strict=True) if p]
-            scalars = [v for v in held if not isinstance(v, (list, dict))]
-            single = bool(held) and len(scalars) == len(held) and not _varies(scalars)
-            self._infos[key] = KeyInfo(key, single, scalars[0] if scalars else None)
+            single = bool(held) and not _varies(held)
+            self._infos[key] = KeyInfo(key, single, held[0] if single else None)
         return self._infos[key]
+
+    def survey(self, keys: Sequence[str], unread: Collection[str] = ()) -> None:
+        """Find out which of ``keys`` hold one value everywhere (what :meth:`info`
+        says) in one scan of ``results`` for all of them, not a read of each key's
+        values: per column, how many values are not NULL, and their least and
+        greatest. A key none of whose values is in ``exact`` has every value of its
+        column's one type (``columns._fits``), so least equal to greatest is one value
+        (one JSON text, one list). Keys with values in ``exact`` are surveyed there
+        where every value is; those without a column are left to :meth:`info`. Then
+        the values of the scalar keys that vary, less ``unread``, are read in one
+        more scan."""
+        exact = self._exact_keys()
+        asked = [self._keys[k] for k in dict.fromkeys(keys)
+                 if k in self._keys and k not in self._infos]
+        self._survey_exact([k for k in asked if k.id in exact])
+        todo = [k for k in asked if k.column and k.id not in exact]
+        shape_counts = np.bincount(self._all_shape_index, minlength=len(self._shape_keys))
+        for start in range(0, len(todo), _SURVEYED):
+            part = todo[start:start + _SURVEYED]
+            columns = ", ".join(f"COUNT({k.sql}), MIN({k.sql}), MAX({k.sql})" for k in part)
+            (row,) = self._query(f"SELECT {columns} FROM results")
+            for index, key in enumerate(part):
+                count, low, high = row[3 * index:3 * index + 3]
+                held = int(shape_counts[self.shape_has(key.name)].sum())
+                single, first = False, None
+                if held and count == 0:
+                    single = True  # every value held is None
+                elif count == held and low == high:
+                    single, first = True, decode_column([low], key.type)[0]
+                self._infos[key.name] = KeyInfo(key.name, single, first)
+        # Lists and dicts are read when they are asked for (their texts decoded).
+        self._read_columns([k for k in todo if not self._infos[k.name].single
+                            and k.name not in unread and k.type != JSON])
+
+    def _exact_keys(self) -> set[int]:
+        """The ids of the keys with values in ``exact``."""
+        if self._exact_ids is None:
+            self._exact_ids = {row[0] for row in self._query("SELECT DISTINCT key FROM exact")}
+        return self._exact_ids
+
+    def _survey_exact(self, keys: list[Key]) -> None:
+        """:meth:`survey` of keys with values in ``exact``: where every value held is
+        there (``1`` under a key declared a float, in every record), one text is one
+        value; otherwise :meth:`info` reads the key."""
+        shape_counts = np.bincount(self._all_shape_index, minlength=len(self._shape_keys))
+        for key in keys:
+            held = int(shape_counts[self.shape_has(key.name)].sum())
+            count, low, high = self._query(
+                "SELECT COUNT(*), MIN(value), MAX(value) FROM exact WHERE key = ?", (key.id,))[0]
+            if held and count == held and low == high:
+                self._infos[key.name] = KeyInfo(key.name, True, json.loads(low))
+
+    def _read_columns(self, keys: list[Key]) -> None:
+        """Read the values of ``keys`` (with columns, none in ``exact``) in one scan."""
+        if not keys:
+            return
+        columns = ", ".join(f"r.{key.sql}" for key in keys)
+        rows = self._query(f'SELECT {columns} FROM experiments AS e JOIN results AS r '
+                           'ON r."exp.id" = e.id ORDER BY e.seq')
+        if len(rows) != self._all_seqs.size:
+            raise ResultsError(f"{self.path}: the rows of results do not match the "
+                               "experiments (the file was changed by hand?)")
+        for index, column in enumerate(zip(*rows, strict=True) if rows else [()] * len(keys)):
+            key = keys[index]
+            try:
+                self._values[key.name] = decode_column(list(column), key.type)
+            except ValueError as exc:
+                raise ResultsError(f"{self.path}: a stored value of {key.name} is corrupt"
+                                   ) from exc
 
     def shape_has(self, key: str) -> np.ndarray:
         """For each shape (numbered as in :attr:`shape_index`), whether it has ``key``."""
@@ -255,6 +330,18 @@ class StoreArrays:
         if types_are_ints(held):
             values = sorted(set(held))
             index = {(int, v): i for i, v in enumerate(values)}
+        found = self._keys[key]
+        if found.column and found.type != JSON and found.id not in self._exact_keys():
+            # Every value is of the column's one type, or None: a dict tells them apart
+            # as their JSON texts do, without building a marker for each.
+            plain = {value: code for (_, value), code in index.items()}
+            codes = [plain.setdefault(v, len(plain)) for v in held]
+            values = list(plain)
+            if None not in plain:
+                values.append(None)
+            full = np.full(self._all_seqs.size, values.index(None), dtype=np.int64)
+            full[present_all] = codes
+            return KeyCodes(self._selected(full), values, self._selected(present_all))
         for value in held:
             marker = _marker(value)
             if marker not in index:
@@ -279,29 +366,74 @@ class StoreArrays:
         if key not in self._keys:
             return np.zeros(0, dtype=np.int64), []
         present = self._present_all(key)
-        all_values = self._all_values(key)
-        positions, values = [], []
-        for position, all_position in enumerate(self._positions().tolist()):
-            held = all_values[all_position]
-            if present[all_position] and not (type(held) is str and held == value):
-                positions.append(position)
-                values.append(held)
-        return np.array(positions, dtype=np.int64), values
+        if key == "exp.status" and key not in self._values:
+            # The experiments table keeps the status as text: only the rows whose text
+            # is not ``value`` can hold anything else, and only those are read.
+            rows = self._query("SELECT seq FROM experiments WHERE status IS NOT ? ORDER BY seq",
+                               (value,))
+            candidates = np.searchsorted(self._all_seqs, [row[0] for row in rows])
+        else:
+            candidates = np.arange(self._all_seqs.size)
+        if self._mask is not None:
+            candidates = candidates[self._mask[candidates]]
+        candidates = candidates[present[candidates]]
+        held = self._values_at(key, candidates)
+        keep = [i for i, v in enumerate(held) if not (type(v) is str and v == value)]
+        # Positions among the selected experiments.
+        selected = candidates if self._mask is None else np.cumsum(self._mask)[candidates] - 1
+        return selected[keep].astype(np.int64), [held[i] for i in keep]
+
+    def _values_at(self, key: str, all_positions: np.ndarray) -> list[Any]:
+        """The values of ``key`` of the experiments at ``all_positions`` (among all),
+        read row by row when they are few and the key's column has not been read."""
+        if key in self._values or all_positions.size > self._all_seqs.size // 8:
+            values = self._all_values(key)
+            return [values[i] for i in all_positions.tolist()]
+        found = self._keys[key]
+        seqs = self._all_seqs[all_positions].tolist()
+        out: list[Any] = [None] * len(seqs)
+        if found.column:
+            for start in range(0, len(seqs), 500):
+                part = seqs[start:start + 500]
+                marks = ", ".join("?" * len(part))
+                rows = dict(self._query(
+                    f'SELECT e.seq, r.{found.sql} FROM experiments AS e JOIN results AS r '
+                    f'ON r."exp.id" = e.id WHERE e.seq IN ({marks})', part))
+                decoded = decode_column([rows.get(seq) for seq in part], found.type)
+                out[start:start + len(part)] = decoded
+        where = {seq: i for i, seq in enumerate(seqs)}
+        for seq, text in self._query("SELECT seq, value FROM exact WHERE key = ?", (found.id,)):
+            if seq in where:
+                out[where[seq]] = json.loads(text)
+        return out
 
     def numbers(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         """``key`` over the selected experiments as floats, and which hold a finite
         number (an int or a float, not a bool: what a report can average)."""
-        values = np.full(self._all_seqs.size, np.nan)
-        if key in self._keys:
-            present = self._present_all(key).tolist()
-            for position, (held, has) in enumerate(zip(self._all_values(key), present,
-                                                       strict=True)):
-                if not has or type(held) not in (int, float):
-                    continue
-                try:
-                    values[position] = held  # NaN stays NaN: not a number a report uses
-                except OverflowError:
-                    continue  # an int too large for a float: not one either
+        found = self._keys.get(key)
+        if found is None:
+            values = np.full(self._all_seqs.size, np.nan)
+        elif key in self._values or not found.column or found.type not in (REAL, INTEGER):
+            values = np.full(self._all_seqs.size, np.nan)
+            for position, held in enumerate(self._all_values(key)):
+                if type(held) in (int, float):
+                    values[position] = _as_float(held)
+        else:
+            # A column of numbers, converted by NumPy (NULL is NaN); a value it does not
+            # hold exactly is in exact.
+            rows = self._query(f"SELECT CASE WHEN typeof(r.{found.sql}) IN ('integer', 'real') "
+                               f'THEN r.{found.sql} END FROM experiments AS e JOIN results AS r '
+                               'ON r."exp.id" = e.id ORDER BY e.seq')
+            if len(rows) != self._all_seqs.size:
+                raise ResultsError(f"{self.path}: the rows of results do not match the "
+                                   "experiments (the file was changed by hand?)")
+            values = np.array(rows, dtype=float).reshape(-1)
+            exact = self._query("SELECT seq, value FROM exact WHERE key = ?", (found.id,))
+            if exact:
+                positions = np.searchsorted(self._all_seqs, [row[0] for row in exact])
+                for position, (_, text) in zip(positions.tolist(), exact, strict=True):
+                    held = json.loads(text)
+                    values[position] = _as_float(held) if type(held) in (int, float) else np.nan
         values = self._selected(values)
         return values, np.isfinite(values)
 
@@ -323,7 +455,7 @@ class StoreArrays:
         all_position = int(self._positions()[position])
         if not self._present_all(key)[all_position]:
             return default
-        return self._all_values(key)[all_position]
+        return self._values_at(key, np.array([all_position]))[0]
 
     def close(self) -> None:
         """End the read transaction and close the connection."""
@@ -345,6 +477,15 @@ class StoreArrays:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _as_float(value: int | float) -> float:
+    """``value`` as a float; NaN for an int too large for one (not a number a report
+    can average either)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.nan
 
 
 def types_are_ints(values: list[Any]) -> bool:
