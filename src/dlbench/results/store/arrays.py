@@ -146,14 +146,25 @@ class StoreArrays:
     def _open(self, where: Mapping[str, Any] | None) -> None:
         reader = Reader(self._db, self.path)
         self._keys: dict[str, Key] = reader.catalogue()
-        rows = self._db.execute("SELECT seq, shape FROM experiments ORDER BY seq").fetchall()
-        self._all_seqs = np.array([row[0] for row in rows], dtype=np.int64)
-        all_shapes = np.array([row[1] for row in rows], dtype=np.int64)
+        #: The rows every read scans, and the condition on ``exact``'s rows: the
+        #: experiments ``where`` selects are all there is here, so a query choosing
+        #: 1 record in 100 reads 1 row in 100 of each column.
+        self._rows = 'experiments AS e JOIN results AS r ON r."exp.id" = e.id'
+        self._in_exact = ""
         if where:
             chosen = reader.selected(where, self._keys)
-            self._mask: np.ndarray | None = np.isin(self._all_seqs, chosen)
-        else:
-            self._mask = None
+            self._db.execute("CREATE TEMP TABLE IF NOT EXISTS arrays_chosen "
+                             "(seq INTEGER PRIMARY KEY)")
+            self._db.execute("DELETE FROM temp.arrays_chosen")
+            self._db.executemany("INSERT INTO temp.arrays_chosen (seq) VALUES (?)",
+                                 [(seq,) for seq in chosen])
+            self._rows = f"temp.arrays_chosen AS c JOIN {self._rows} AND e.seq = c.seq"
+            self._in_exact = " AND seq IN (SELECT seq FROM temp.arrays_chosen)"
+        rows = self._db.execute(f"SELECT e.seq, e.shape FROM {self._rows} ORDER BY e.seq"
+                                ).fetchall()
+        self._all_seqs = np.array([row[0] for row in rows], dtype=np.int64)
+        all_shapes = np.array([row[1] for row in rows], dtype=np.int64)
+        self._mask: np.ndarray | None = None
         self.seqs = self._selected(self._all_seqs)
         # Shapes numbered 0..k-1 (few: one per kind of record in a sweep), so that
         # which experiments have a key is a lookup in a table of k booleans.
@@ -204,8 +215,11 @@ class StoreArrays:
         shape_counts = np.bincount(self._all_shape_index, minlength=len(self._shape_keys))
         for start in range(0, len(todo), _SURVEYED):
             part = todo[start:start + _SURVEYED]
-            columns = ", ".join(f"COUNT({k.sql}), MIN({k.sql}), MAX({k.sql})" for k in part)
-            (row,) = self._query(f"SELECT {columns} FROM results")
+            columns = ", ".join(f"COUNT(r.{k.sql}), MIN(r.{k.sql}), MAX(r.{k.sql})"
+                                for k in part)
+            # Every row of results, or those chosen.
+            scanned = "results AS r" if not self._in_exact else self._rows
+            (row,) = self._query(f"SELECT {columns} FROM {scanned}")
             for index, key in enumerate(part):
                 count, low, high = row[3 * index:3 * index + 3]
                 held = int(shape_counts[self.shape_has(key.name)].sum())
@@ -233,7 +247,8 @@ class StoreArrays:
         for key in keys:
             held = int(shape_counts[self.shape_has(key.name)].sum())
             count, low, high = self._query(
-                "SELECT COUNT(*), MIN(value), MAX(value) FROM exact WHERE key = ?", (key.id,))[0]
+                f"SELECT COUNT(*), MIN(value), MAX(value) FROM exact WHERE key = ?{self._in_exact}",
+                (key.id,))[0]
             if held and count == held and low == high:
                 self._infos[key.name] = KeyInfo(key.name, True, json.loads(low))
 
@@ -242,8 +257,7 @@ class StoreArrays:
         if not keys:
             return
         columns = ", ".join(f"r.{key.sql}" for key in keys)
-        rows = self._query(f'SELECT {columns} FROM experiments AS e JOIN results AS r '
-                           'ON r."exp.id" = e.id ORDER BY e.seq')
+        rows = self._query(f"SELECT {columns} FROM {self._rows} ORDER BY e.seq")
         if len(rows) != self._all_seqs.size:
             raise ResultsError(f"{self.path}: the rows of results do not match the "
                                "experiments (the file was changed by hand?)")
@@ -298,8 +312,7 @@ class StoreArrays:
         if found is None:
             return [None] * size
         if found.column:
-            rows = self._query(f'SELECT r.{found.sql} FROM experiments AS e JOIN results AS r '
-                               'ON r."exp.id" = e.id ORDER BY e.seq')
+            rows = self._query(f"SELECT r.{found.sql} FROM {self._rows} ORDER BY e.seq")
             if len(rows) != size:
                 raise ResultsError(f"{self.path}: the rows of results do not match the "
                                    "experiments (the file was changed by hand?)")
@@ -309,7 +322,8 @@ class StoreArrays:
                 raise ResultsError(f"{self.path}: a stored value of {key} is corrupt") from exc
         else:
             values = [None] * size
-        exact = self._query("SELECT seq, value FROM exact WHERE key = ? ORDER BY seq", (found.id,))
+        exact = self._query(f"SELECT seq, value FROM exact WHERE key = ?{self._in_exact} "
+                            "ORDER BY seq", (found.id,))
         if exact:
             positions = np.searchsorted(self._all_seqs, [row[0] for row in exact]).tolist()
             for position, (_, text) in zip(positions, exact, strict=True):
@@ -323,6 +337,12 @@ class StoreArrays:
         if key not in self._keys or not present_all.any():
             size = len(self)
             return KeyCodes(np.zeros(size, dtype=np.int64), [None], np.zeros(size, dtype=bool))
+        known = self._infos.get(key)
+        if known is not None and known.single and key not in self._values:
+            # One value everywhere (told by the survey): nothing to read.
+            values = [known.first] if known.first is None else [known.first, None]
+            full = np.where(present_all, 0, len(values) - 1).astype(np.int64)
+            return KeyCodes(self._selected(full), values, self._selected(present_all))
         all_values = self._all_values(key)
         held = [v for v, p in zip(all_values, present_all.tolist(), strict=True) if p]
         index: dict[Any, int] = {}
@@ -369,8 +389,8 @@ class StoreArrays:
         if key == "exp.status" and key not in self._values:
             # The experiments table keeps the status as text: only the rows whose text
             # is not ``value`` can hold anything else, and only those are read.
-            rows = self._query("SELECT seq FROM experiments WHERE status IS NOT ? ORDER BY seq",
-                               (value,))
+            rows = self._query(f"SELECT e.seq FROM {self._rows} WHERE e.status IS NOT ? "
+                               "ORDER BY e.seq", (value,))
             candidates = np.searchsorted(self._all_seqs, [row[0] for row in rows])
         else:
             candidates = np.arange(self._all_seqs.size)
@@ -422,13 +442,13 @@ class StoreArrays:
             # A column of numbers, converted by NumPy (NULL is NaN); a value it does not
             # hold exactly is in exact.
             rows = self._query(f"SELECT CASE WHEN typeof(r.{found.sql}) IN ('integer', 'real') "
-                               f'THEN r.{found.sql} END FROM experiments AS e JOIN results AS r '
-                               'ON r."exp.id" = e.id ORDER BY e.seq')
+                               f"THEN r.{found.sql} END FROM {self._rows} ORDER BY e.seq")
             if len(rows) != self._all_seqs.size:
                 raise ResultsError(f"{self.path}: the rows of results do not match the "
                                    "experiments (the file was changed by hand?)")
             values = np.array(rows, dtype=float).reshape(-1)
-            exact = self._query("SELECT seq, value FROM exact WHERE key = ?", (found.id,))
+            exact = self._query(f"SELECT seq, value FROM exact WHERE key = ?{self._in_exact}",
+                                (found.id,))
             if exact:
                 positions = np.searchsorted(self._all_seqs, [row[0] for row in exact])
                 for position, (_, text) in zip(positions.tolist(), exact, strict=True):
