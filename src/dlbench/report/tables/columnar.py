@@ -69,15 +69,12 @@ from dlbench.results.store.arrays import KeyCodes, StoreArrays
 #: What :func:`~dlbench.report.tables.grid.normalised` fills in where a record lacks it.
 _FILLED = ("exp.num_nodes", "exp.num_replicas", "exp.effective_batch")
 
-#: What :func:`~dlbench.report.tables.grid.normalised` reads to fill them in.
-_FILLED_FROM = ("exp.num_replicas", "exp.num_local_replicas", "exp.num_nodes", "exp.gpus",
-                "exp.replica_batch", "exp.effective_batch")
-
-#: What :func:`~dlbench.report.tables.grid.effective_batch` reads of a record.
+#: What :func:`~dlbench.report.tables.grid.effective_batch` reads of a record (and so
+#: :func:`~dlbench.report.tables.grid.normalised`, to fill in :data:`_FILLED`).
 _EFFECTIVE = ("exp.effective_batch", "exp.num_replicas", "exp.num_local_replicas",
               "exp.num_nodes", "exp.gpus", "exp.replica_batch")
 
-#: What :func:`~dlbench.report.tables.reports.unstable_warning` reads of the records it names.
+#: What :func:`~dlbench.report.tables.reports.unstable_text` reads of the records it names.
 _NAMING = ("exp.id", "exp.log_file", "exp.model", "exp.replica_batch",
            "results.unstable_reasons")
 
@@ -154,7 +151,7 @@ class _Usable:
         if not missing:
             return
         lacking = np.flatnonzero(~np.logical_and.reduce([self.present(k) for k in missing]))
-        read = [self.get(key) for key in _FILLED_FROM]
+        read = [self.get(key) for key in _EFFECTIVE]
         combos, firsts = first_appearance(
             [c.raw[lacking] for c in read] + [c.present[lacking].astype(np.int64) for c in read],
             int(lacking.size))
@@ -162,7 +159,7 @@ class _Usable:
         for first in firsts.tolist():
             row = int(lacking[first])
             filled.append(normalised({key: column.shown(row) for key, column
-                                      in zip(_FILLED_FROM, read, strict=True)
+                                      in zip(_EFFECTIVE, read, strict=True)
                                       if column.present[row]}))
         for key in missing:
             column = self.get(key)

@@ -340,9 +340,9 @@ class StoreArrays:
         known = self._infos.get(key)
         if known is not None and known.single and key not in self._values:
             # One value everywhere (told by the survey): nothing to read.
-            values = [known.first] if known.first is None else [known.first, None]
-            full = np.where(present_all, 0, len(values) - 1).astype(np.int64)
-            return KeyCodes(self._selected(full), values, self._selected(present_all))
+            one = [known.first] if known.first is None else [known.first, None]
+            full = np.where(present_all, 0, len(one) - 1).astype(np.int64)
+            return KeyCodes(self._selected(full), one, self._selected(present_all))
         all_values = self._all_values(key)
         held = [v for v, p in zip(all_values, present_all.tolist(), strict=True) if p]
         index: dict[Any, int] = {}
