@@ -70,7 +70,8 @@ class KeyCodes:
 
 @dataclass
 class KeyInfo:
-    """What the store holds under one key, over every experiment stored."""
+    """What the store holds under one key, over the experiments read (all stored, or
+    those a query selects)."""
 
     name: str
     #: Every value stored under the key is this one value (``first``, a list or dict
