@@ -12,19 +12,23 @@ memory (``ru_maxrss``) is its own; it includes the interpreter and its imports
 
 - ``write``: ``Store.put_many`` of the records, 10,000 per transaction (generating
   them is not timed);
-- ``report``: what ``dlbench report`` does: build the exploration report of the
-  store a column at a time (``store_table_report``: the keys it uses, as arrays),
-  render it as text; with ``--record-report``, also the path taken for logs and
-  exported files: load the keys the report reads as dicts (``table_report_keys``, and
-  of the series only ``results.unstable_reasons``), build, render;
+- ``report``: what ``dlbench report`` does (``table_report``, the one implementation
+  of the exploration and scaling reports: the keys it uses read as arrays, grouped
+  and averaged with NumPy), each of exploration, weak and strong scaling, rendered as
+  text; then the same with ``--where`` Q2 below (1 record in 128); each with the
+  store's file in the page cache, and cold (its pages dropped from the cache first,
+  ``posix_fadvise(DONTNEED)``, that file only); with ``--dlbs``, also over a store
+  of the same records without ``exp.num_nodes`` (as parsed from DLBS logs: the
+  report fills it in);
 - ``query``: what ``dlbench query --where Q`` does (``io.load_table``): select in the
   store, find which ``exp.*`` parameters vary among the selected records in SQL, load
   only the columns of the default table, format it (timed apart); then the command
   itself, interpreter start included, fastest of ``--repeats``. Q is ``{"exp.model":
   "resnet50"}`` (1 record in 16) and ``{"exp.model": "resnet50", "exp.replica_batch":
   32}`` (1 in 128);
-- with ``--v1``, the same on a format-1 store (a JSON document per record, read whole
-  and filtered in Python), the layout before this one, for sizes up to ``--v1-max``.
+- with ``--v1``, writing and queries on a format-1 store (a JSON document per record,
+  read whole and filtered in Python), the layout before this one, for sizes up to
+  ``--v1-max`` (not the report, which would convert the store to this format).
 
     python benchmarks/results_scale.py                      # 10k and 100k, about 2 minutes
     python benchmarks/results_scale.py --sizes 1000000 --v1-max 0
@@ -70,8 +74,10 @@ def real_record(work: Path) -> dict[str, Any]:
     return record
 
 
-def generate(template: dict[str, Any], start: int, count: int) -> Iterator[dict[str, Any]]:
-    """Records ``start`` to ``start + count`` of the benchmark's store, always the same."""
+def generate(template: dict[str, Any], start: int, count: int, dlbs: bool = False
+             ) -> Iterator[dict[str, Any]]:
+    """Records ``start`` to ``start + count`` of the benchmark's store, always the same;
+    ``dlbs``: without ``exp.num_nodes``, as records parsed from DLBS logs are."""
     import numpy
 
     rng = numpy.random.default_rng(start)
@@ -102,6 +108,8 @@ def generate(template: dict[str, Any], start: int, count: int) -> Iterator[dict[
         if i % 50 == 49:
             record.update({"exp.status": "failure", "exp.status_msg": "worker exited with 1",
                            "results.failure_kind": "exit"})
+        if dlbs:
+            del record["exp.num_nodes"]
         yield record
 
 
@@ -109,7 +117,8 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _write(path: str, n: int, template: dict[str, Any], v1: bool) -> dict[str, float]:
+def _write(path: str, n: int, template: dict[str, Any], v1: bool, dlbs: bool = False
+           ) -> dict[str, float]:
     from dlbench.results.store import Store
 
     spent = 0.0
@@ -123,7 +132,7 @@ def _write(path: str, n: int, template: dict[str, Any], v1: bool) -> dict[str, f
     else:
         store = Store(path)
     for start in range(0, n, CHUNK):
-        chunk = list(generate(template, start, min(CHUNK, n - start)))
+        chunk = list(generate(template, start, min(CHUNK, n - start), dlbs))
         began = time.perf_counter()
         if v1:
             db.execute("BEGIN")
@@ -143,33 +152,33 @@ def _v1_records(path: str) -> list[dict[str, Any]]:
                                                        "ORDER BY seq")]
 
 
-def _report(path: str, v1: bool, records_only: bool = False) -> dict[str, float]:
-    from dlbench.report.aggregate import SERIES_USED, table_report_keys
-    from dlbench.report.render import render_report
-    from dlbench.report.tables.columnar import store_table_report
-    from dlbench.report.tables.grid import TIME
-    from dlbench.report.tables.reports import build_table_report
-    from dlbench.results.io import load_records
+def _drop_cached(path: str) -> None:
+    """Drop the pages of the file at ``path`` from the page cache (that file only)."""
+    import os
 
+    for name in (path, path + "-wal"):
+        if Path(name).is_file():
+            fd = os.open(name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def _report(path: str, kind: str, where: dict[str, Any], cold: bool) -> dict[str, float]:
+    from dlbench.report.render import render_report
+    from dlbench.report.tables.columnar import table_report
+
+    if cold:
+        _drop_cached(path)
     began = time.perf_counter()
-    # What `dlbench report` does: a store's report a column at a time, else (or with
-    # records_only) the records' keys the report reads, loaded as dicts.
-    report = None if v1 or records_only else store_table_report([path], {}, "exploration")
-    columns = report is not None
-    if report is None:
-        if v1:
-            records = _v1_records(path)
-        else:
-            records = load_records([path], keys=table_report_keys(TIME), series=SERIES_USED)
-    loaded = time.perf_counter()
-    if report is None:
-        report = build_table_report(records, "exploration")
+    report = table_report([path], where, "--where", kind)
     built = time.perf_counter()
     text = "\n".join(render_report(report, "text"))
     done = time.perf_counter()
-    assert "Exploration" in text
-    return {"seconds": done - began, "load": loaded - began, "build": done - loaded,
-            "render": done - built, "columns": float(columns)}
+    assert text.startswith(("Exploration", "Weak", "Strong")), text[:80]
+    return {"seconds": done - began, "build": built - began, "render": done - built}
 
 
 def _query(path: str, v1: bool, query: dict[str, Any]) -> dict[str, float]:
@@ -209,7 +218,7 @@ def _child(job: Callable[..., dict[str, float]], *args: Any) -> dict[str, float]
 
 def _baseline() -> dict[str, float]:
     # What every measurement imports, and nothing else.
-    importlib.import_module("dlbench.report.tables.reports")
+    importlib.import_module("dlbench.report.tables.columnar")
     importlib.import_module("dlbench.results.io")
     return {"seconds": 0.0}
 
@@ -232,9 +241,8 @@ def main() -> None:
     parser.add_argument("--keep", metavar="DIR",
                         help="keep the stores in DIR and reuse one already there instead of "
                              "writing it again (a million records take minutes to write)")
-    parser.add_argument("--record-report", action="store_true",
-                        help="also time the report built from records loaded as dicts, "
-                             "the path `dlbench report` takes for logs and exported files")
+    parser.add_argument("--dlbs", action="store_true",
+                        help="also report a store of records without exp.num_nodes")
     parser.add_argument("--no-report", action="store_true",
                         help="measure writing and queries only, not the report")
     parser.add_argument("--repeats", type=int, default=3,
@@ -251,35 +259,38 @@ def main() -> None:
               f"of JSON, {len(template['results.time_data'])} batch times")
         print(f"baseline (interpreter and imports): {measure(_baseline)['peak_mb']:.0f} MB")
         for n in sizes:
-            layouts = [False, True] if args.v1 and n <= args.v1_max else [False]
-            for v1 in layouts:
-                name = "v1" if v1 else "v2"
+            layouts = ["v2", *(["dlbs"] if args.dlbs else []),
+                       *(["v1"] if args.v1 and n <= args.v1_max else [])]
+            for name in layouts:
+                v1, dlbs = name == "v1", name == "dlbs"
                 path = str((kept or work) / f"{name}-{n}.sqlite")
                 if kept is not None and Path(path).is_file():
                     print(f"{name} n={n:>8,} write  (reusing {path})")
                 else:
-                    w = measure(_write, path, n, template, v1)
+                    w = measure(_write, path, n, template, v1, dlbs)
                     print(f"{name} n={n:>8,} write  {w['seconds']:8.2f} s  "
                           f"({n / w['seconds']:,.0f} records/s, file {w['size_mb']:,.0f} MB, "
                           f"peak {w['peak_mb']:,.0f} MB)")
-                reports = [False, True] if args.record_report and not v1 else [False]
-                for records_only in [] if args.no_report else reports:
-                    r = measure(_report, path, v1, records_only)
-                    built = r["seconds"] - r["render"] - (0.0 if r["columns"] else r["load"])
-                    how = ("a column at a time: read and built" if r["columns"] else
-                           f"records: loaded {r['load']:.2f} s, built")
-                    print(f"{name} n={n:>8,} report {r['seconds']:8.2f} s  ({how} {built:.2f} s, "
-                          f"rendered {r['render']:.2f} s, peak {r['peak_mb']:,.0f} MB)")
-                for query in QUERIES:
+                runs = [] if args.no_report or v1 else [
+                    (kind, where, cold) for where in ({}, QUERIES[1])
+                    for kind in ("exploration", "weak-scaling", "strong-scaling")
+                    for cold in (True, False)]
+                for kind, where, cold in runs:
+                    r = measure(_report, path, kind, where, cold)
+                    print(f"{name} n={n:>8,} report {r['seconds']:8.2f} s  ({kind}, "
+                          f"{'cold' if cold else 'cached'}, built {r['build']:.2f} s, "
+                          f"rendered {r['render']:.2f} s, peak {r['peak_mb']:,.0f} MB)"
+                          + (f" --where {json.dumps(where)}" if where else ""))
+                for query in [] if dlbs else QUERIES:
                     q = measure(_query, path, v1, query)
                     print(f"{name} n={n:>8,} query  {q['seconds']:8.2f} s  (select and load "
                           f"{q['select']:.2f} s, table {q['table']:.2f} s, "
                           f"{int(q['records']):,} records, peak {q['peak_mb']:,.0f} MB) "
                           f"{json.dumps(query)}")
                     if not v1:
-                        runs = [_command(path, query) for _ in range(args.repeats)]
-                        print(f"{name} n={n:>8,} dlbench query {min(runs):6.2f} s (fastest of "
-                              f"{args.repeats}, median {sorted(runs)[len(runs) // 2]:.2f} s) "
+                        times = [_command(path, query) for _ in range(args.repeats)]
+                        print(f"{name} n={n:>8,} dlbench query {min(times):6.2f} s (fastest of "
+                              f"{args.repeats}, median {sorted(times)[len(times) // 2]:.2f} s) "
                               f"{json.dumps(query)}")
                 if kept is not None:
                     continue

@@ -1,8 +1,8 @@
 """Scaling reports keep GPU sets apart: two replicas on GPUs 0,1 (one PCIe switch),
 4,5 (the other) and 0,5 (across the CPU) are three columns, as a multi-GPU study's
-PIX-against-PHB table has them, not one averaged cell; the column-at-a-time report of
-a store says the same, byte for byte. Records of the fake workload, built by hand;
-every expected number has its arithmetic in a comment."""
+PIX-against-PHB table has them, not one averaged cell, whether the records come as
+records or as a store. Records of the fake workload, built by hand; every expected
+number has its arithmetic in a comment."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from dlbench.report.cells import Report, Table
 from dlbench.report.render import render_report
-from dlbench.report.tables.columnar import store_table_report
+from dlbench.report.tables.columnar import table_report
 from dlbench.report.tables.reports import build_table_report
 from dlbench.results.store import Store
 
@@ -114,13 +114,20 @@ def test_one_gpu_set_per_count_keeps_the_plain_columns() -> None:
 
 
 @pytest.mark.parametrize("report_type", ["weak-scaling", "strong-scaling", "exploration"])
-def test_the_store_gives_the_record_paths_report(tmp_path: Path, report_type: str) -> None:
+def test_a_store_gives_the_same_report_as_its_records(tmp_path: Path, report_type: str) -> None:
     path = tmp_path / "results.sqlite"
     with Store(path) as store:
         store.put_many(WEAK)
     for target in ("results.time", "results.throughput"):
-        columnar = store_table_report([path], {}, report_type, target)
-        assert columnar is not None
+        stored = table_report([path], {}, "--where", report_type, target)
         expected = build_table_report(WEAK, report_type, target)
         for fmt in ("text", "csv", "json", "markdown"):
-            assert render_report(columnar, fmt) == render_report(expected, fmt), (target, fmt)
+            assert render_report(stored, fmt) == render_report(expected, fmt), (target, fmt)
+    if report_type == "weak-scaling":
+        by = by_title(table_report([path], {}, "--where", report_type))
+        # Columns 1 (GPUs 0), 1 (GPUs 4), 2 (GPUs 0,1), 2 (GPUs 0,5), 2 (GPUs 4,5): GPU 0
+        # (100 + 102) / 2 = 101, 0,5 (130 + 134) / 2 = 132.
+        assert values(by["Batch time"]) == [101.0, 104.0, 110.0, 132.0, 112.0]
+        # speedup = 2 * t1 / t2 from the 1-replica run on the column's own GPUs.
+        assert values(by["Speedup"]) == pytest.approx(
+            [1.0, 1.0, 2 * 101 / 110, 2 * 101 / 132, 2 * 104 / 112])

@@ -48,15 +48,24 @@ def _check_arguments(args: argparse.Namespace) -> None:
                                f"{args.report_type}")
 
 
-def _from_store(args: argparse.Namespace) -> Report | None:
-    """The exploration or scaling report of one store, computed a column at a time
-    (seconds for a million records); None when the input or the report is not one
-    that path covers. The output is the same either way."""
+def _table_report(args: argparse.Namespace) -> Report | None:
+    """The exploration or scaling report of the input, read a column at a time (one
+    store where it is, other inputs through a store in memory); None for the other
+    report types, which are built from records."""
     # Imported here: it brings NumPy, which the other reports do not all need.
-    from dlbench.report.tables.columnar import store_table_report
+    from dlbench.report.tables.columnar import table_report
+    from dlbench.report.tables.reports import TABLE_KINDS
 
+    if args.report_type not in TABLE_KINDS:
+        return None
     query = parse_query(args.where, args.where_flag)
-    return store_table_report(args.input, query, args.report_type, args.target_variable)
+    warnings: list[ParseWarning] = []
+    try:
+        return table_report(args.input, query, args.where_flag, args.report_type,
+                            args.target_variable, parse_warnings=warnings)
+    finally:
+        for warning in warnings:
+            warn(warning)
 
 
 def build_report(args: argparse.Namespace, records: list[dict[str, Any]]) -> Report:
@@ -68,8 +77,9 @@ def build_report(args: argparse.Namespace, records: list[dict[str, Any]]) -> Rep
 def report(args: argparse.Namespace) -> int:
     """Build the report, print it or write it to --output."""
     _check_arguments(args)
-    # An HTML page charts the records themselves: it always loads them.
-    built = None if args.format == HTML_FORMAT else _from_store(args)
+    # An HTML page charts the records themselves: it always loads them (and its tables
+    # come from them, through the same computation).
+    built = None if args.format == HTML_FORMAT else _table_report(args)
     if built is None:
         warnings: list[ParseWarning] = []
         # A failed read or report is one line: the read's warnings go into it.

@@ -1,29 +1,31 @@
-"""The exploration and scaling reports of a store, computed a column at a time.
+"""The exploration and scaling reports, computed a column at a time: the one
+implementation of :func:`~dlbench.report.tables.reports.build_table_report` and of
+``dlbench report --type exploration|weak-scaling|strong-scaling``.
 
-:func:`~dlbench.report.tables.reports.build_table_report` takes records as dicts; over a
-million records, building those dicts and walking them costs tens of seconds and
-gigabytes. This builds the same report (the same tables, notes, warnings and summary,
-to the last bit of every mean) from the store's key tables read as arrays
-(:mod:`dlbench.results.store.arrays`): only the keys the report uses, and of those
-only the ones that vary are read at all; grouping and means are done with NumPy
-(:mod:`dlbench.report.tables.columnar_groups`).
+The records are read as arrays from a store (:mod:`dlbench.results.store.arrays`):
+a run's store as it is, any other input (logs, exported files, several sources)
+first written into a store in memory by the store's own writer. Only the keys the
+report uses are read, and of those only the ones that vary; grouping and means are
+done with NumPy (:mod:`dlbench.report.tables.columnar_groups`), so a million records
+take seconds, not the tens of seconds and gigabytes of a dict per record.
 
-Where the arrays do not cover the input (a source that is not a store, a key
-holding lists, values SQL cannot tell apart as Python does, records lacking a
-parameter the report would fill in), :func:`store_table_report` returns None and the
-caller builds the report from records, so the output never depends on the path taken.
+Records are grouped as :func:`~dlbench.report.aggregate.identity` tells values apart
+(``1`` and ``1.0`` are one value, ``True`` another), a row or column is labelled
+with the values of its first record, and a record lacking a parameter the layout
+needs (``exp.num_nodes`` in DLBS logs, ``exp.num_replicas``, ``exp.effective_batch``)
+gets what :func:`~dlbench.report.tables.grid.normalised` fills in.
 
 Example::
 
-    report = store_table_report(["runs/sweep"], {}, "exploration", "results.time")
-    if report is None:
-        report = build_table_report(load_records(["runs/sweep"]), "exploration")
+    report = table_report(["runs/sweep"], {}, "--where", "exploration", "results.time")
+    print("\n".join(render_report(report, "text")))
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +36,14 @@ from dlbench.report.aggregate import (
     ENVIRONMENT_KEYS,
     ENVIRONMENT_WITHIN,
     MAX_NAMED,
+    SERIES_USED,
     Measured,
     as_number,
     identity,
     identity_parameters,
+    record_name,
     skipped_warnings,
+    table_report_keys,
 )
 from dlbench.report.cells import Report, Table
 from dlbench.report.tables.columnar_groups import (
@@ -48,7 +53,7 @@ from dlbench.report.tables.columnar_groups import (
     ordered_counts,
     stable_order,
 )
-from dlbench.report.tables.grid import TIME, ColKey, Grid, RowKey
+from dlbench.report.tables.grid import TIME, ColKey, Grid, RowKey, normalised
 from dlbench.report.tables.reports import (
     SEPARATE_TABLES,
     TABLE_KINDS,
@@ -56,22 +61,54 @@ from dlbench.report.tables.reports import (
     summary_lines,
     unstable_text,
 )
+from dlbench.results.io import load_selected
+from dlbench.results.log.parser import ParseWarning
 from dlbench.results.store import STORE_FILENAME
-from dlbench.results.store.arrays import KeyCodes, NotColumnar, StoreArrays
+from dlbench.results.store.arrays import KeyCodes, StoreArrays
 
-#: What :func:`~dlbench.report.tables.grid.normalised` would fill in; a record lacking one
-#: is left to the record path.
+#: What :func:`~dlbench.report.tables.grid.normalised` fills in where a record lacks it.
 _FILLED = ("exp.num_nodes", "exp.num_replicas", "exp.effective_batch")
 
-#: What :func:`~dlbench.report.tables.grid.effective_batch` reads of a record.
+#: What :func:`~dlbench.report.tables.grid.effective_batch` reads of a record (and so
+#: :func:`~dlbench.report.tables.grid.normalised`, to fill in :data:`_FILLED`).
 _EFFECTIVE = ("exp.effective_batch", "exp.num_replicas", "exp.num_local_replicas",
               "exp.num_nodes", "exp.gpus", "exp.replica_batch")
 
-#: What :func:`~dlbench.report.tables.reports.unstable_warning` reads of the records it names.
+#: What :func:`~dlbench.report.tables.reports.unstable_text` reads of the records it names.
 _NAMING = ("exp.id", "exp.log_file", "exp.model", "exp.replica_batch",
            "results.unstable_reasons")
 
 _ABSENT: Any = object()
+
+
+@dataclass
+class _Column:
+    """One key over the usable records: ``codes`` group them (by
+    :func:`~dlbench.report.aggregate.identity`, ``values`` holding a value of each),
+    ``raw`` indexes ``raw_values``, each record's own value, which labels show."""
+
+    codes: np.ndarray
+    values: list[Any]
+    present: np.ndarray
+    raw: np.ndarray
+    raw_values: list[Any]
+
+    @classmethod
+    def of(cls, raw: np.ndarray, raw_values: list[Any], present: np.ndarray) -> _Column:
+        """The column whose records hold ``raw_values[raw[i]]`` (where ``present``)."""
+        merged: dict[Hashable, int] = {}
+        values: list[Any] = []
+        mapping = []
+        for value in raw_values:
+            code = merged.setdefault(identity(value), len(merged))
+            if code == len(values):
+                values.append(value)
+            mapping.append(code)
+        return cls(np.array(mapping, dtype=np.int64)[raw], values, present, raw, raw_values)
+
+    def shown(self, index: int) -> Any:
+        """The value of record ``index`` (None when absent)."""
+        return self.raw_values[int(self.raw[index])]
 
 
 class _Usable:
@@ -83,17 +120,18 @@ class _Usable:
         self.arrays = arrays
         self.positions = positions
         self.shapes = np.unique(arrays.shape_index[positions])
-        self._codes: dict[str, KeyCodes] = {}
+        self._codes: dict[str, _Column] = {}
         self._present: dict[str, np.ndarray] = {}
+        self._filled: set[str] = set()
 
     def __len__(self) -> int:
         return int(self.positions.size)
 
-    def get(self, key: str) -> KeyCodes:
+    def get(self, key: str) -> _Column:
         """``key``'s codes, values and presence over the usable records."""
         if key not in self._codes:
-            whole = self.arrays.codes(key)
-            self._codes[key] = KeyCodes(
+            whole: KeyCodes = self.arrays.codes(key)
+            self._codes[key] = _Column.of(
                 whole.codes[self.positions], whole.values, whole.present[self.positions])
         return self._codes[key]
 
@@ -105,10 +143,40 @@ class _Usable:
             self._present[key] = self.arrays.present(key)[self.positions]
         return self._present[key]
 
+    def fill(self) -> None:
+        """Give every record the :data:`_FILLED` keys it lacks, as
+        :func:`~dlbench.report.tables.grid.normalised` does: computed once per distinct
+        combination of what that reads, not once per record."""
+        missing = [key for key in _FILLED if not self.present(key).all()]
+        if not missing:
+            return
+        lacking = np.flatnonzero(~np.logical_and.reduce([self.present(k) for k in missing]))
+        read = [self.get(key) for key in _EFFECTIVE]
+        combos, firsts = first_appearance(
+            [c.raw[lacking] for c in read] + [c.present[lacking].astype(np.int64) for c in read],
+            int(lacking.size))
+        filled = []
+        for first in firsts.tolist():
+            row = int(lacking[first])
+            filled.append(normalised({key: column.shown(row) for key, column
+                                      in zip(_EFFECTIVE, read, strict=True)
+                                      if column.present[row]}))
+        for key in missing:
+            column = self.get(key)
+            raw = column.raw.copy()
+            absent = ~column.present[lacking]
+            raw[lacking[absent]] = len(column.raw_values) + combos[absent]
+            self._codes[key] = _Column.of(
+                raw, [*column.raw_values, *(f[key] for f in filled)],
+                np.ones(len(self), dtype=bool))
+            self._filled.add(key)
+
     def one_value(self, key: str, shapes: np.ndarray | None = None) -> bool:
         """True when the records of ``shapes`` (all usable ones when None) hold one
         value of ``key`` (absent counting as None) by their shapes and the catalogue
         alone; False when only its values can tell."""
+        if key in self._filled:
+            return False
         held = self.arrays.shape_has(key)[self.shapes if shapes is None else shapes]
         if not held.any():
             return True
@@ -127,6 +195,15 @@ class _Usable:
         return count_distinct(codes if members is None else codes[members]) > 1
 
 
+def _names(arrays: StoreArrays, positions: np.ndarray) -> list[str]:
+    """How warnings name the selected records at ``positions``
+    (:func:`~dlbench.report.aggregate.record_name`)."""
+    if arrays.stored_ids:
+        return arrays.ids(positions)  # a store's exp.id: every record has one
+    return [record_name({key: arrays.value(key, position) for key in ("exp.id", "exp.log_file")},
+                        position) for position in positions.tolist()]
+
+
 def _usable(arrays: StoreArrays, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """:func:`~dlbench.report.aggregate.usable_records` over arrays: the positions of
     the usable records, their values of ``target``, and the warnings."""
@@ -141,10 +218,13 @@ def _usable(arrays: StoreArrays, target: str) -> tuple[np.ndarray, np.ndarray, l
     values, numeric = arrays.numbers(target)
     no_value = np.flatnonzero(is_ok & ~numeric)
     usable = np.flatnonzero(is_ok & numeric)
+    named = _names(arrays, no_value[:MAX_NAMED])
+    warnings = skipped_warnings(not_ok, int(no_value.size), named, target)
     if usable.size == 0:
-        raise NotColumnar("no usable record: the record path says why")
-    named = arrays.ids(no_value[:MAX_NAMED])
-    return usable, values[usable], skipped_warnings(not_ok, int(no_value.size), named, target)
+        raise ResultsError(
+            f"none of the {len(arrays)} selected record(s) has exp.status ok and a numeric "
+            f"{target}: " + "; ".join(warnings))
+    return usable, values[usable], warnings
 
 
 def _environment_warning(data: _Usable) -> str | None:
@@ -162,9 +242,10 @@ def _environment_warning(data: _Usable) -> str | None:
         pairs = first_appearance([held, codes], int(held.size))[1].size
         if pairs <= count_distinct(held):
             continue  # one value within each group
-        found, counts = ordered_counts(held, codes)
-        listed = ", ".join(f"{column.values[code]} ({count})"
-                           for code, count in zip(found.tolist(), counts.tolist(), strict=True))
+        _, counts, firsts = ordered_counts(held, codes)
+        shown = column.raw[column.present][firsts]
+        listed = ", ".join(f"{column.raw_values[raw]} ({count})"
+                           for raw, count in zip(shown.tolist(), counts.tolist(), strict=True))
         parts.append(f"{key}: {listed}")
     if not parts:
         return None
@@ -203,7 +284,7 @@ class _Group:
 
     def value(self, key: str, index: int) -> Any:
         """The value of ``key`` of the group's record ``index`` (None when absent)."""
-        return self.data.get(key).values[int(self.codes(key)[index])]
+        return self.data.get(key).shown(int(self.members[index]))
 
     def varies(self, key: str) -> bool:
         return self.data.varies(key, self.members, self.shapes)
@@ -236,7 +317,8 @@ def _group_tables(
     """:meth:`~dlbench.report.tables.reports._TableKind.group_tables` over arrays."""
     size = int(group.members.size)
     base = ["exp.model", "exp.framework"] if group.varies("exp.framework") else ["exp.model"]
-    present = group.data.arrays.shape_keys(group.shapes)
+    # Every record has the filled keys, as normalised() gives them.
+    present = group.data.arrays.shape_keys(group.shapes) | set(_FILLED)
     base, axis, candidates = kind.layout_of(
         base, lambda exclude: identity_parameters(present, exclude))
     grid = Grid(group.row_keys(base, axis, candidates))
@@ -270,17 +352,19 @@ def _group_tables(
 
 
 def columnar_table_report(arrays: StoreArrays, report_type: str, target: str = TIME) -> Report:
-    """The report :func:`~dlbench.report.tables.reports.build_table_report` gives of the
-    records ``arrays`` selects. :class:`NotColumnar` where the arrays do not cover
-    them; ``ValueError`` for an unknown ``report_type``."""
+    """The ``report_type`` report of the records ``arrays`` selects (see
+    :func:`~dlbench.report.tables.reports.build_table_report`). ``ResultsError`` when
+    none is usable; ``ValueError`` for an unknown ``report_type``."""
     if report_type not in TABLE_KINDS:
         raise ValueError(f"unknown report type {report_type!r}; accepted: {tuple(TABLE_KINDS)}")
     kind = TABLE_KINDS[report_type]
+    # Which of the keys the report may read hold one value everywhere (one scan), and
+    # the values of those that vary (one more); the ids and log files, which differ
+    # everywhere, are read only for the few records a warning names.
+    arrays.survey(table_report_keys(target), unread=("exp.id", "exp.log_file", target))
     positions, values, warnings = _usable(arrays, target)
     data = _Usable(arrays, positions)
-    for key in _FILLED:
-        if not data.present(key).all():
-            raise NotColumnar(f"some records lack {key}, which the record path fills in")
+    data.fill()
     report = Report(title=f"{kind.title}: {target}", warnings=warnings)
     for warning in (_environment_warning(data), _unstable_warning(data)):
         if warning:
@@ -292,11 +376,22 @@ def columnar_table_report(arrays: StoreArrays, report_type: str, target: str = T
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group_ids))]).tolist()
     for number, first in enumerate(firsts.tolist()):
         group = _Group(data, order[bounds[number]:bounds[number + 1]])
-        names = {k: data.get(k).values[int(data.get(k).codes[first])] for k in varying}
+        names = {k: data.get(k).shown(first) for k in varying}
         report.tables.extend(_group_tables(kind, group, names, values, target))
     frameworks = data.varies("exp.framework")
     report.summary = summary_lines(kind, size, int(firsts.size), frameworks)
     return report
+
+
+def records_table_report(
+    records: Sequence[Mapping[str, Any]], report_type: str, target: str = TIME
+) -> Report:
+    """The ``report_type`` report of ``records``, written to a store in memory first
+    (:meth:`~dlbench.results.store.arrays.StoreArrays.of_records`)."""
+    if report_type not in TABLE_KINDS:  # before any record is written
+        raise ValueError(f"unknown report type {report_type!r}; accepted: {tuple(TABLE_KINDS)}")
+    with StoreArrays.of_records(records) as arrays:
+        return columnar_table_report(arrays, report_type, target)
 
 
 def store_path(sources: Sequence[str | Path]) -> Path | None:
@@ -312,23 +407,28 @@ def store_path(sources: Sequence[str | Path]) -> Path | None:
     return path if path.is_file() else None
 
 
-def store_table_report(
-    sources: Sequence[str | Path], where: Mapping[str, Any] | None, report_type: str,
-    target: str = TIME,
-) -> Report | None:
-    """The ``report_type`` report of the records of ``sources`` that match ``where``,
-    computed a column at a time; None when the sources are not one store, the type is
-    not an exploration or scaling report, nothing is selected, or the arrays do not
-    cover the records (then build it from records: the result is the same)."""
+def table_report(
+    sources: Sequence[str | Path], where: Mapping[str, Any], flag: str, report_type: str,
+    target: str = TIME, parse_warnings: list[ParseWarning] | None = None,
+) -> Report:
+    """The ``report_type`` report of the records of ``sources`` that ``where`` (a
+    parsed query, from option ``flag``) selects. One store is read where it is, the
+    query run in SQL; other sources are loaded (only the keys the report reads) and
+    written to a store in memory. Errors as
+    :func:`~dlbench.results.io.load_selected`'s when nothing is selected; warnings from
+    parsing logs go to ``parse_warnings``."""
+    if report_type not in TABLE_KINDS:
+        raise ValueError(f"unknown report type {report_type!r}; accepted: {tuple(TABLE_KINDS)}")
     path = store_path(sources)
-    if path is None or report_type not in TABLE_KINDS:
-        return None
-    try:
-        with StoreArrays(path, where) as arrays:
-            if len(arrays) == 0:
-                return None  # the record path says what the query could have matched
-            return columnar_table_report(arrays, report_type, target)
-    except NotColumnar:
-        return None
-    except sqlite3.DatabaseError as exc:  # a page read after opening is damaged
-        raise ResultsError(f"cannot read results store {path}: {exc}") from None
+    if path is not None:
+        try:
+            with StoreArrays(path, where) as arrays:
+                if len(arrays):
+                    return columnar_table_report(arrays, report_type, target)
+        except sqlite3.DatabaseError as exc:  # a page read after opening is damaged
+            raise ResultsError(f"cannot read results store {path}: {exc}") from None
+        # Nothing selected: load_selected says what the query could have matched.
+    records = load_selected(
+        sources, where, flag, f"--input {' '.join(map(str, sources))}",
+        parse_warnings=parse_warnings, keys=table_report_keys(target), series=SERIES_USED)
+    return records_table_report(records, report_type, target)

@@ -81,12 +81,14 @@ def group_means(ids: np.ndarray, count: int, values: np.ndarray) -> list[Measure
     return [summarize(ordered[bounds[i]:bounds[i + 1]]) for i in range(count)]
 
 
-def ordered_counts(ids: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ordered_counts(
+    ids: np.ndarray, codes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct ``codes`` in the order they first appear when the rows are taken
-    group by group (``ids``, numbered in order) and in order within a group, and how
-    many rows hold each."""
+    group by group (``ids``, numbered in order) and in order within a group, how many
+    rows hold each, and the row where each first appears."""
     order = stable_order(ids, int(ids.max()) + 1 if ids.size else 0)
     walked = codes[order]
     found, firsts, counts = np.unique(walked, return_index=True, return_counts=True)
     first_order = np.argsort(firsts, kind="stable")
-    return found[first_order], counts[first_order]
+    return found[first_order], counts[first_order], order[firsts[first_order]]

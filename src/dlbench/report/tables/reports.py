@@ -10,9 +10,11 @@
   = E * 1000 / tN, speedup, efficiency = 100 * t1 / (N * tN).
 
 Every derived figure is computed from unrounded means; only formatters round. Rows
-are also split by every other parameter that would otherwise be averaged over (see
-:func:`dlbench.report.aggregate.row_keys`), and tables by framework, device,
-phase and precision.
+are also split by every other parameter that would otherwise be averaged over (the
+rule of :func:`dlbench.report.aggregate.row_keys`), and tables by device, phase and
+precision. This module says what the rows, columns and tables are; the records are
+grouped and averaged in one place, a column at a time
+(:mod:`dlbench.report.tables.columnar`), whatever they come from.
 
 The time may be any per-batch time statistic (:func:`is_time_variable`):
 ``results.time`` (the mean), ``results.time_p50`` (the median), another percentile,
@@ -36,17 +38,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from dlbench.report.aggregate import (
-    MAX_NAMED,
     SEPARATE_BY,
     Measured,
-    environment_warning,
-    identity_candidates,
-    key_of,
     record_name,
-    row_keys,
-    split_groups,
-    summarize,
-    usable_records,
 )
 from dlbench.report.cells import Report, Table
 from dlbench.report.registry import ReportOptions, ReportType
@@ -62,8 +56,6 @@ from dlbench.report.tables.grid import (
     grid_table,
     is_rate_variable,
     is_time_variable,
-    model_rows,
-    normalised,
     rate_scaling_tables,
     replicas,
     scaling_baseline,
@@ -75,7 +67,7 @@ from dlbench.report.tables.grid import (
 __all__ = ["REPORT_TYPES", "SEPARATE_TABLES", "TABLE_KINDS", "TIME", "Exploration",
            "StrongScaling", "WeakScaling", "build_table_report", "effective_batch",
            "is_rate_variable", "is_time_variable", "replicas", "summary_lines", "time_title",
-           "unstable_text", "unstable_warning"]
+           "unstable_text"]
 
 #: What splits a report into groups of tables. Not the framework: comparing frameworks
 #: on one model is what DLBS was for, so they share a table, a row each.
@@ -96,18 +88,14 @@ class _TableKind(ReportType):
         """The report of ``records`` (see :func:`build_table_report`)."""
         return build_table_report(records, self.name, options.target)
 
-    def layout(self, records: list[dict[str, Any]]) -> tuple[list[str], list[str], list[str]]:
-        """The row keys, the column keys, and the parameters that may further split a
-        row when they differ within a cell."""
-        return self.layout_of(
-            model_rows(records), lambda exclude: identity_candidates(records, exclude))
-
     @abstractmethod
     def layout_of(
         self, base: list[str], candidates: Callable[[list[str]], list[str]]
     ) -> tuple[list[str], list[str], list[str]]:
-        """:meth:`layout` from the first row keys (:func:`model_rows`) and a function
-        giving the identity parameters the records have, less those it is given."""
+        """The row keys, the column keys, and the parameters that may further split a
+        row when they differ within a cell: from the first row keys (the model, and
+        the framework where several ran) and a function giving the identity
+        parameters the records have, less those it is given."""
 
     @abstractmethod
     def column_label(self, column: ColKey, columns: Sequence[ColKey]) -> str:
@@ -126,30 +114,6 @@ class _TableKind(ReportType):
     ) -> list[Table]:
         """The tables of a target that is not a time: one table of its values."""
         return [grid_table(target, grid, mean, group)]
-
-    def grid(self, records: list[dict[str, Any]]) -> Grid:
-        """``records`` arranged in rows and columns."""
-        base, axis, candidates = self.layout(records)
-        grid = Grid(row_keys(records, base, axis, candidates))
-        for record in records:
-            row, column = key_of(record, grid.labels), key_of(record, axis)
-            grid.rows.setdefault(row, [record.get(k) for k in grid.labels])
-            grid.columns.setdefault(column, "")
-            grid.cells.setdefault((row, column), []).append(record)
-        for column in grid.columns:
-            grid.columns[column] = self.column_label(column, list(grid.columns))
-        return grid
-
-    def group_tables(
-        self, group: dict[str, Any], records: list[dict[str, Any]], target: str
-    ) -> list[Table]:
-        """The tables of one group of records."""
-        grid = self.grid(records)
-        means: dict[tuple[RowKey, ColKey], Measured] = {
-            cell: summarize([float(r[target]) for r in members])
-            for cell, members in grid.cells.items()
-        }
-        return self.tables_of(grid, means, group, target)
 
     def tables_of(
         self, grid: Grid, means: dict[tuple[RowKey, ColKey], Measured], group: dict[str, Any],
@@ -311,18 +275,10 @@ TABLE_KINDS: dict[str, _TableKind] = {
 REPORT_TYPES = tuple(TABLE_KINDS)
 
 
-def unstable_warning(records: Sequence[dict[str, Any]]) -> str | None:
-    """A warning naming the results the worker judged unstable, with its reasons
-    (``results.stable``, ``results.unstable_reasons``), or None."""
-    unstable = [r for r in records if r.get("results.stable") is False]
-    if not unstable:
-        return None
-    return unstable_text(unstable[:MAX_NAMED], len(unstable), len(records))
-
-
 def unstable_text(named: Sequence[Mapping[str, Any]], count: int, total: int) -> str:
-    """The warning of :func:`unstable_warning`: ``count`` of ``total`` results are
-    unstable, of which ``named`` (the first :data:`MAX_NAMED`) are named."""
+    """The warning naming the results the worker judged unstable (``results.stable``
+    false), with its reasons (``results.unstable_reasons``): ``count`` of ``total``
+    results are, of which ``named`` (the first :data:`MAX_NAMED`) are named."""
     parts = []
     for index, record in enumerate(named):
         reasons = record.get("results.unstable_reasons") or ["no reason recorded"]
@@ -334,31 +290,20 @@ def unstable_text(named: Sequence[Mapping[str, Any]], count: int, total: int) ->
 
 
 def build_table_report(
-    records: Sequence[dict[str, Any]], report_type: str, target: str = TIME
+    records: Sequence[Mapping[str, Any]], report_type: str, target: str = TIME
 ) -> Report:
     """An exploration, weak-scaling or strong-scaling report of ``records``.
 
     Only records with ``exp.status`` ok and a number in ``target`` are used (the
     others are counted in a warning); ``ResultsError`` when none is left.
-    ``ValueError`` for an unknown ``report_type``.
+    ``ValueError`` for an unknown ``report_type``. The records are written to a store
+    in memory and reported as a store is
+    (:func:`~dlbench.report.tables.columnar.records_table_report`).
     """
-    if report_type not in TABLE_KINDS:
-        raise ValueError(f"unknown report type {report_type!r}; accepted: {REPORT_TYPES}")
-    kind = TABLE_KINDS[report_type]
-    usable, warnings = usable_records(records, target)
-    usable = [normalised(r) for r in usable]
-    differs = environment_warning(usable)
-    report = Report(title=f"{kind.title}: {target}", warnings=warnings)
-    if differs:
-        report.warnings.append(differs)
-    unstable = unstable_warning(usable)
-    if unstable:
-        report.warnings.append(unstable)
-    groups = split_groups(usable, SEPARATE_TABLES)
-    for group, members in groups:
-        report.tables.extend(kind.group_tables(group, members, target))
-    report.summary = summary_lines(kind, len(usable), len(groups), len(model_rows(usable)) > 1)
-    return report
+    # Imported here: the computation brings NumPy, which listing report types does not need.
+    from dlbench.report.tables.columnar import records_table_report
+
+    return records_table_report(records, report_type, target)
 
 
 def summary_lines(

@@ -11,9 +11,9 @@ its one column of ``results`` (and the rare values of ``exact``):
 - a numeric key comes back as a float array, with which experiments hold a number.
 
 Every read is one query inside one read transaction, so the arrays are one snapshot
-of the store. What this module does not cover (a key holding lists in some records
-and scalars in others, NaN, values that differ in type but are equal in Python)
-raises :class:`NotColumnar`; callers then read records whole.
+of the store. Records that are not in a store (logs, exported files) are written
+through the store's own writer into a store in memory
+(:meth:`StoreArrays.of_records`) and read the same way.
 
 Example::
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -38,15 +38,19 @@ import numpy as np
 from dlbench.errors import ResultsError
 from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import Store
-from dlbench.results.store.columns import Key, decode_column
+from dlbench.results.store.columns import INTEGER, JSON, REAL, Key, decode_column
 from dlbench.results.store.read import Reader
 from dlbench.results.store.where import register
+from dlbench.results.store.write import SCHEMA, Writer
 
-_INT64 = (-(2**63), 2**63 - 1)
+#: Keys surveyed per statement by :meth:`StoreArrays.survey` (three results each;
+#: SQLite allows 2,000 by default).
+_SURVEYED = 500
 
-
-class NotColumnar(Exception):
-    """The store holds something the array reads do not cover; read records whole."""
+#: The key a record's own ``exp.id`` is kept under in a store of records
+#: (:meth:`StoreArrays.of_records`), whose rows need ids of their own: records read
+#: from logs may lack one, and two exported records may share one.
+_RECORD_ID = "(record) exp.id"
 
 
 @dataclass
@@ -54,9 +58,9 @@ class KeyCodes:
     """One key over the selected experiments: ``codes[i]`` indexes ``values``.
 
     An experiment without the key has the code of ``None`` (as ``record.get`` would
-    give), and ``present`` tells the two apart. Two codes never stand for values that
-    Python finds equal (``1`` and ``1.0``, ``True`` and ``1``): such a key raises
-    :class:`NotColumnar` instead.
+    give), and ``present`` tells the two apart. Two codes stand for values whose JSON
+    texts differ, so ``1`` and ``1.0`` (equal in Python) have a code each: grouping
+    by Python's equality is the caller's to decide.
     """
 
     codes: np.ndarray
@@ -66,15 +70,17 @@ class KeyCodes:
 
 @dataclass
 class KeyInfo:
-    """What the store holds under one key, over every experiment stored."""
+    """What the store holds under one key, over the experiments read (all stored, or
+    those a query selects)."""
 
     name: str
-    #: Every value stored under the key is this one scalar (``first``).
+    #: Every value stored under the key is this one value (``first``, a list or dict
+    #: too).
     single: bool
     first: Any
 
     def single_value(self) -> bool:
-        """Whether every value stored under the key is one scalar (``first``)."""
+        """Whether every value stored under the key is one value (``first``)."""
         return self.single
 
 
@@ -91,6 +97,9 @@ class StoreArrays:
         with Store(self.path, create=False):
             pass
         self._db = connect_read_only(self.path, "results store")
+        #: Whether ``exp.id`` is every experiment's own (a store), rather than the
+        #: records' (:meth:`of_records`), which some may lack or share.
+        self.stored_ids = True
         try:
             register(self._db)
             self._db.execute("BEGIN")  # one snapshot for every read below
@@ -102,17 +111,61 @@ class StoreArrays:
             self.close()
             raise
 
+    @classmethod
+    def of_records(cls, records: Sequence[Mapping[str, Any]], label: str = "records"
+                   ) -> StoreArrays:
+        """``records`` (all of them, in order, duplicates and records without an
+        ``exp.id`` included) written to a store in memory by the store's own writer,
+        and read as arrays; ``label`` names them in errors."""
+        arrays = cls.__new__(cls)
+        arrays.path = Path(label)
+        arrays.stored_ids = False
+        arrays._db = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            for statement in SCHEMA.split(";"):
+                arrays._db.execute(statement)
+            rows = []
+            for index, record in enumerate(records):
+                row = {(_RECORD_ID if key == "exp.id" else key): value
+                       for key, value in record.items()}
+                row["exp.id"] = str(index)
+                rows.append(row)
+            register(arrays._db)
+            arrays._db.execute("BEGIN")
+            Writer(arrays._db).write(rows)
+            arrays._open(None)
+        except BaseException:
+            arrays.close()
+            raise
+        # The records' own exp.id (where they have one) is what "exp.id" reads.
+        own = arrays._keys.pop(_RECORD_ID, None)
+        arrays._keys.pop("exp.id", None)
+        if own is not None:
+            arrays._keys["exp.id"] = own
+        return arrays
+
     def _open(self, where: Mapping[str, Any] | None) -> None:
         reader = Reader(self._db, self.path)
         self._keys: dict[str, Key] = reader.catalogue()
-        rows = self._db.execute("SELECT seq, shape FROM experiments ORDER BY seq").fetchall()
-        self._all_seqs = np.array([row[0] for row in rows], dtype=np.int64)
-        all_shapes = np.array([row[1] for row in rows], dtype=np.int64)
+        #: The rows every read scans, and the condition on ``exact``'s rows: the
+        #: experiments ``where`` selects are all there is here, so a query choosing
+        #: 1 record in 100 reads 1 row in 100 of each column.
+        self._rows = 'experiments AS e JOIN results AS r ON r."exp.id" = e.id'
+        self._in_exact = ""
         if where:
             chosen = reader.selected(where, self._keys)
-            self._mask: np.ndarray | None = np.isin(self._all_seqs, chosen)
-        else:
-            self._mask = None
+            self._db.execute("CREATE TEMP TABLE IF NOT EXISTS arrays_chosen "
+                             "(seq INTEGER PRIMARY KEY)")
+            self._db.execute("DELETE FROM temp.arrays_chosen")
+            self._db.executemany("INSERT INTO temp.arrays_chosen (seq) VALUES (?)",
+                                 [(seq,) for seq in chosen])
+            self._rows = f"temp.arrays_chosen AS c JOIN {self._rows} AND e.seq = c.seq"
+            self._in_exact = " AND seq IN (SELECT seq FROM temp.arrays_chosen)"
+        rows = self._db.execute(f"SELECT e.seq, e.shape FROM {self._rows} ORDER BY e.seq"
+                                ).fetchall()
+        self._all_seqs = np.array([row[0] for row in rows], dtype=np.int64)
+        all_shapes = np.array([row[1] for row in rows], dtype=np.int64)
+        self._mask: np.ndarray | None = None
         self.seqs = self._selected(self._all_seqs)
         # Shapes numbered 0..k-1 (few: one per kind of record in a sweep), so that
         # which experiments have a key is a lookup in a table of k booleans.
@@ -125,6 +178,7 @@ class StoreArrays:
         self._present: dict[str, np.ndarray] = {}
         self._values: dict[str, list[Any]] = {}
         self._infos: dict[str, KeyInfo] = {}
+        self._exact_ids: set[int] | None = None
 
     def __len__(self) -> int:
         return int(self.seqs.size)
@@ -140,10 +194,81 @@ class StoreArrays:
         if key not in self._infos:
             held = [v for v, p in zip(self._all_values(key), self._present_all(key).tolist(),
                                       strict=True) if p]
-            scalars = [v for v in held if not isinstance(v, (list, dict))]
-            single = bool(held) and len(scalars) == len(held) and not _varies(scalars)
-            self._infos[key] = KeyInfo(key, single, scalars[0] if scalars else None)
+            single = bool(held) and not _varies(held)
+            self._infos[key] = KeyInfo(key, single, held[0] if single else None)
         return self._infos[key]
+
+    def survey(self, keys: Sequence[str], unread: Collection[str] = ()) -> None:
+        """Find out which of ``keys`` hold one value everywhere (what :meth:`info`
+        says) in one scan of ``results`` for all of them, not a read of each key's
+        values: per column, how many values are not NULL, and their least and
+        greatest. A key none of whose values is in ``exact`` has every value of its
+        column's one type (``columns._fits``), so least equal to greatest is one value
+        (one JSON text, one list). Keys with values in ``exact`` are surveyed there
+        where every value is; those without a column are left to :meth:`info`. Then
+        the values of the scalar keys that vary, less ``unread``, are read in one
+        more scan."""
+        exact = self._exact_keys()
+        asked = [self._keys[k] for k in dict.fromkeys(keys)
+                 if k in self._keys and k not in self._infos]
+        self._survey_exact([k for k in asked if k.id in exact])
+        todo = [k for k in asked if k.column and k.id not in exact]
+        shape_counts = np.bincount(self._all_shape_index, minlength=len(self._shape_keys))
+        for start in range(0, len(todo), _SURVEYED):
+            part = todo[start:start + _SURVEYED]
+            columns = ", ".join(f"COUNT(r.{k.sql}), MIN(r.{k.sql}), MAX(r.{k.sql})"
+                                for k in part)
+            # Every row of results, or those chosen.
+            scanned = "results AS r" if not self._in_exact else self._rows
+            (row,) = self._query(f"SELECT {columns} FROM {scanned}")
+            for index, key in enumerate(part):
+                count, low, high = row[3 * index:3 * index + 3]
+                held = int(shape_counts[self.shape_has(key.name)].sum())
+                single, first = False, None
+                if held and count == 0:
+                    single = True  # every value held is None
+                elif count == held and low == high:
+                    single, first = True, decode_column([low], key.type)[0]
+                self._infos[key.name] = KeyInfo(key.name, single, first)
+        # Lists and dicts are read when they are asked for (their texts decoded).
+        self._read_columns([k for k in todo if not self._infos[k.name].single
+                            and k.name not in unread and k.type != JSON])
+
+    def _exact_keys(self) -> set[int]:
+        """The ids of the keys with values in ``exact``."""
+        if self._exact_ids is None:
+            self._exact_ids = {row[0] for row in self._query("SELECT DISTINCT key FROM exact")}
+        return self._exact_ids
+
+    def _survey_exact(self, keys: list[Key]) -> None:
+        """:meth:`survey` of keys with values in ``exact``: where every value held is
+        there (``1`` under a key declared a float, in every record), one text is one
+        value; otherwise :meth:`info` reads the key."""
+        shape_counts = np.bincount(self._all_shape_index, minlength=len(self._shape_keys))
+        for key in keys:
+            held = int(shape_counts[self.shape_has(key.name)].sum())
+            count, low, high = self._query(
+                f"SELECT COUNT(*), MIN(value), MAX(value) FROM exact WHERE key = ?{self._in_exact}",
+                (key.id,))[0]
+            if held and count == held and low == high:
+                self._infos[key.name] = KeyInfo(key.name, True, json.loads(low))
+
+    def _read_columns(self, keys: list[Key]) -> None:
+        """Read the values of ``keys`` (with columns, none in ``exact``) in one scan."""
+        if not keys:
+            return
+        columns = ", ".join(f"r.{key.sql}" for key in keys)
+        rows = self._query(f"SELECT {columns} FROM {self._rows} ORDER BY e.seq")
+        if len(rows) != self._all_seqs.size:
+            raise ResultsError(f"{self.path}: the rows of results do not match the "
+                               "experiments (the file was changed by hand?)")
+        for index, column in enumerate(zip(*rows, strict=True) if rows else [()] * len(keys)):
+            key = keys[index]
+            try:
+                self._values[key.name] = decode_column(list(column), key.type)
+            except ValueError as exc:
+                raise ResultsError(f"{self.path}: a stored value of {key.name} is corrupt"
+                                   ) from exc
 
     def shape_has(self, key: str) -> np.ndarray:
         """For each shape (numbered as in :attr:`shape_index`), whether it has ``key``."""
@@ -188,8 +313,7 @@ class StoreArrays:
         if found is None:
             return [None] * size
         if found.column:
-            rows = self._query(f'SELECT r.{found.sql} FROM experiments AS e JOIN results AS r '
-                               'ON r."exp.id" = e.id ORDER BY e.seq')
+            rows = self._query(f"SELECT r.{found.sql} FROM {self._rows} ORDER BY e.seq")
             if len(rows) != size:
                 raise ResultsError(f"{self.path}: the rows of results do not match the "
                                    "experiments (the file was changed by hand?)")
@@ -199,7 +323,8 @@ class StoreArrays:
                 raise ResultsError(f"{self.path}: a stored value of {key} is corrupt") from exc
         else:
             values = [None] * size
-        exact = self._query("SELECT seq, value FROM exact WHERE key = ? ORDER BY seq", (found.id,))
+        exact = self._query(f"SELECT seq, value FROM exact WHERE key = ?{self._in_exact} "
+                            "ORDER BY seq", (found.id,))
         if exact:
             positions = np.searchsorted(self._all_seqs, [row[0] for row in exact]).tolist()
             for position, (_, text) in zip(positions, exact, strict=True):
@@ -213,30 +338,39 @@ class StoreArrays:
         if key not in self._keys or not present_all.any():
             size = len(self)
             return KeyCodes(np.zeros(size, dtype=np.int64), [None], np.zeros(size, dtype=bool))
+        known = self._infos.get(key)
+        if known is not None and known.single and key not in self._values:
+            # One value everywhere (told by the survey): nothing to read.
+            one = [known.first] if known.first is None else [known.first, None]
+            full = np.where(present_all, 0, len(one) - 1).astype(np.int64)
+            return KeyCodes(self._selected(full), one, self._selected(present_all))
         all_values = self._all_values(key)
         held = [v for v, p in zip(all_values, present_all.tolist(), strict=True) if p]
-        lists = [isinstance(v, (list, dict)) for v in held]
-        if any(lists) and not all(lists):
-            raise NotColumnar(f"{key} holds lists or dicts in some records, not in others")
-        if not any(lists):
-            types = set(map(type, held))
-            if (float in types and int in types) or any(
-                    (type(v) is float and math.isnan(v)) or (type(v) is int and
-                    not _INT64[0] <= v <= _INT64[1]) for v in held):
-                # NaN, and 1 next to 1.0: what a dict of records does there is left to it.
-                raise NotColumnar(f"{key} holds values SQL does not tell apart as Python does")
         index: dict[Any, int] = {}
         values: list[Any] = []
         if types_are_ints(held):
             values = sorted(set(held))
             index = {(int, v): i for i, v in enumerate(values)}
+        found = self._keys[key]
+        if found.column and found.type != JSON and found.id not in self._exact_keys():
+            # Every value is of the column's one type, or None: a dict tells them apart
+            # as their JSON texts do, without building a marker for each.
+            plain = {value: code for (_, value), code in index.items()}
+            codes = [plain.setdefault(v, len(plain)) for v in held]
+            values = list(plain)
+            if None not in plain:
+                values.append(None)
+            full = np.full(self._all_seqs.size, values.index(None), dtype=np.int64)
+            full[present_all] = codes
+            return KeyCodes(self._selected(full), values, self._selected(present_all))
         for value in held:
             marker = _marker(value)
             if marker not in index:
                 index[marker] = len(values)
                 values.append(value)
-        values = _with_none(values)
-        none = values.index(None)
+        if (type(None), None) not in index:
+            values.append(None)  # the code of an absent key
+        none = index.get((type(None), None), len(values) - 1)
         full = np.full(self._all_seqs.size, none, dtype=np.int64)
         full[present_all] = [index[_marker(v)] for v in held]
         return KeyCodes(self._selected(full), values, self._selected(present_all))
@@ -248,37 +382,79 @@ class StoreArrays:
         return None if found is None else found.first
 
     def other_than(self, key: str, value: str) -> tuple[np.ndarray, list[Any]]:
-        """The positions of the selected experiments whose ``key`` is a scalar other
-        than the string ``value`` (``exp.status`` other than ``ok``), and those values."""
+        """The positions of the selected experiments whose ``key`` is anything but the
+        string ``value`` (``exp.status`` other than ``ok``), and those values."""
         if key not in self._keys:
             return np.zeros(0, dtype=np.int64), []
         present = self._present_all(key)
-        all_values = self._all_values(key)
-        if any(isinstance(v, (list, dict)) for v, p in zip(all_values, present.tolist(),
-                                                            strict=True) if p):
-            raise NotColumnar(f"{key} holds lists or dicts")
-        positions, values = [], []
-        for position, all_position in enumerate(self._positions().tolist()):
-            held = all_values[all_position]
-            if present[all_position] and not (type(held) is str and held == value):
-                positions.append(position)
-                values.append(held)
-        return np.array(positions, dtype=np.int64), values
+        if key == "exp.status" and key not in self._values:
+            # The experiments table keeps the status as text: only the rows whose text
+            # is not ``value`` can hold anything else, and only those are read.
+            rows = self._query(f"SELECT e.seq FROM {self._rows} WHERE e.status IS NOT ? "
+                               "ORDER BY e.seq", (value,))
+            candidates = np.searchsorted(self._all_seqs, [row[0] for row in rows])
+        else:
+            candidates = np.arange(self._all_seqs.size)
+        if self._mask is not None:
+            candidates = candidates[self._mask[candidates]]
+        candidates = candidates[present[candidates]]
+        held = self._values_at(key, candidates)
+        keep = [i for i, v in enumerate(held) if not (type(v) is str and v == value)]
+        # Positions among the selected experiments.
+        selected = candidates if self._mask is None else np.cumsum(self._mask)[candidates] - 1
+        return selected[keep].astype(np.int64), [held[i] for i in keep]
+
+    def _values_at(self, key: str, all_positions: np.ndarray) -> list[Any]:
+        """The values of ``key`` of the experiments at ``all_positions`` (among all),
+        read row by row when they are few and the key's column has not been read."""
+        if key in self._values or all_positions.size > self._all_seqs.size // 8:
+            values = self._all_values(key)
+            return [values[i] for i in all_positions.tolist()]
+        found = self._keys[key]
+        seqs = self._all_seqs[all_positions].tolist()
+        out: list[Any] = [None] * len(seqs)
+        if found.column:
+            for start in range(0, len(seqs), 500):
+                part = seqs[start:start + 500]
+                marks = ", ".join("?" * len(part))
+                rows = dict(self._query(
+                    f'SELECT e.seq, r.{found.sql} FROM experiments AS e JOIN results AS r '
+                    f'ON r."exp.id" = e.id WHERE e.seq IN ({marks})', part))
+                decoded = decode_column([rows.get(seq) for seq in part], found.type)
+                out[start:start + len(part)] = decoded
+        where = {seq: i for i, seq in enumerate(seqs)}
+        for seq, text in self._query("SELECT seq, value FROM exact WHERE key = ?", (found.id,)):
+            if seq in where:
+                out[where[seq]] = json.loads(text)
+        return out
 
     def numbers(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         """``key`` over the selected experiments as floats, and which hold a finite
         number (an int or a float, not a bool: what a report can average)."""
-        values = np.full(self._all_seqs.size, np.nan)
-        if key in self._keys:
-            present = self._present_all(key).tolist()
-            for position, (held, has) in enumerate(zip(self._all_values(key), present,
-                                                       strict=True)):
-                if not has or type(held) not in (int, float):
-                    continue
-                if (type(held) is float and math.isnan(held)) or (type(held) is int and not (
-                        _INT64[0] <= held <= _INT64[1])):
-                    raise NotColumnar(f"{key} holds values SQL does not compare exactly (NaN)")
-                values[position] = held
+        found = self._keys.get(key)
+        if found is None:
+            values = np.full(self._all_seqs.size, np.nan)
+        elif key in self._values or not found.column or found.type not in (REAL, INTEGER):
+            values = np.full(self._all_seqs.size, np.nan)
+            for position, held in enumerate(self._all_values(key)):
+                if type(held) in (int, float):
+                    values[position] = _as_float(held)
+        else:
+            # A column of numbers, converted by NumPy (NULL is NaN); a value it does not
+            # hold exactly is in exact.
+            rows = self._query(f"SELECT CASE WHEN typeof(r.{found.sql}) IN ('integer', 'real') "
+                               f"THEN r.{found.sql} END FROM {self._rows} ORDER BY e.seq")
+            if len(rows) != self._all_seqs.size:
+                raise ResultsError(f"{self.path}: the rows of results do not match the "
+                                   "experiments (the file was changed by hand?)")
+            values = np.array(rows, dtype=float).reshape(-1)
+            exact = self._query(f"SELECT seq, value FROM exact WHERE key = ?{self._in_exact}",
+                                (found.id,))
+            if exact:
+                positions = np.searchsorted(self._all_seqs, [row[0] for row in exact])
+                for position, (_, text) in zip(positions.tolist(), exact, strict=True):
+                    held = json.loads(text)
+                    values[position] = _as_float(held) if type(held) in (int, float) else np.nan
         values = self._selected(values)
         return values, np.isfinite(values)
 
@@ -300,7 +476,7 @@ class StoreArrays:
         all_position = int(self._positions()[position])
         if not self._present_all(key)[all_position]:
             return default
-        return self._all_values(key)[all_position]
+        return self._values_at(key, np.array([all_position]))[0]
 
     def close(self) -> None:
         """End the read transaction and close the connection."""
@@ -324,6 +500,15 @@ class StoreArrays:
         self.close()
 
 
+def _as_float(value: int | float) -> float:
+    """``value`` as a float; NaN for an int too large for one (not a number a report
+    can average either)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.nan
+
+
 def types_are_ints(values: list[Any]) -> bool:
     """Whether every value is an ``int`` (not a bool): their codes follow their order."""
     return bool(values) and set(map(type, values)) == {int}
@@ -338,14 +523,3 @@ def _marker(value: Any) -> Any:
 
 def _varies(values: list[Any]) -> bool:
     return len({_marker(v) for v in values}) > 1
-
-
-def _with_none(values: list[Any]) -> list[Any]:
-    """``values`` with ``None`` among them (the code of an absent key), after checking
-    that no two of them are equal in Python, as a dict of records would merge them."""
-    # A set merges 1, 1.0 and True, as dict keys do; lists and dicts compare as JSON.
-    seen = {("json", json.dumps(v, sort_keys=True)) if isinstance(v, (list, dict)) else v
-            for v in values}
-    if len(seen) < len(values):
-        raise NotColumnar(f"some values are equal in Python but stored apart: {values[:8]}")
-    return values if any(v is None for v in values) else [*values, None]
