@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.cli import commands_help
-from dlbench.cli.commands_help import framework_devices
+from dlbench.cli.commands import help as commands_help
+from dlbench.cli.commands.help import framework_devices
 from dlbench.config.catalog import FRAMEWORKS
 from tests.conftest import CliRunner
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.cli import commands_run
+from dlbench.cli.commands import run as commands_run
 from dlbench.cli.main import main
 from dlbench.launch.sweep import SweepResult
 from dlbench.results.store import Store

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dlbench.cli import commands_history
+from dlbench.cli.commands import history as commands_history
 from dlbench.cli.usage import Parser
 from dlbench.errors import DlbenchError
 from dlbench.results.history.store import open_history

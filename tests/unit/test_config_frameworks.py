@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dlbench.cli import commands_help
+from dlbench.cli.commands import help as commands_help
 from dlbench.cli.main import main
 from dlbench.config.catalog import FRAMEWORKS, model_frameworks
 from dlbench.config.frameworks import DECLARATIONS, MODULES

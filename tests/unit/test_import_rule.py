@@ -281,7 +281,7 @@ def test_the_checks_catch_what_they_are_for() -> None:
         imp("dlbench.results.store", "dlbench.errors"),  # the shared base
         imp("dlbench.models.jax", "dlbench.models.pytorch"),  # within a package
         imp("dlbench.cli.main", "torch"),  # a framework at module level
-        imp("dlbench.cli.commands_host", "torch", lazy=True),  # only when run
+        imp("dlbench.cli.commands.host", "torch", lazy=True),  # only when run
         imp("dlbench.launch.copies.copies", "tensorflow.keras", typing_only=True),
         imp("dlbench.backends.pytorch", "torch"),  # the worker side may
     ]

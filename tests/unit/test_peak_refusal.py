@@ -122,7 +122,7 @@ def peak_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         state["calls"] += 1
         return dict(state["entry"], matmul_size=size or 2048)
 
-    monkeypatch.setattr("dlbench.cli.commands_host.measure_device", measure)
+    monkeypatch.setattr("dlbench.cli.commands.host.measure_device", measure)
     return state
 
 

@@ -20,7 +20,10 @@ from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 from dlbench import __version__
-from dlbench.cli import commands_help, commands_history, commands_results, commands_run
+from dlbench.cli.commands import help as commands_help
+from dlbench.cli.commands import history as commands_history
+from dlbench.cli.commands import results as commands_results
+from dlbench.cli.commands import run as commands_run
 from dlbench.cli.usage import (
     Parser,
     add_format,
@@ -117,7 +120,7 @@ def _add_status(sub: Subparsers) -> None:
     _add_spec_arguments(status, out=False)
     add_format(status, format_choices(DATA_FORMATS, "text", "json"),
                "a table and counts (text), or one JSON document")
-    status.set_defaults(handler=_lazy("commands_status", "status"))
+    status.set_defaults(handler=_lazy("status", "status"))
 
 
 def _add_help(sub: Subparsers) -> None:
@@ -187,7 +190,7 @@ def _add_report(sub: Subparsers) -> None:
                            "outside its tolerance")
     gate.add_argument("--fail-on-verdict", action="store_true",
                       help="exit 1 when the overall verdict (Mila's three) is FAIL")
-    report.set_defaults(handler=_lazy("commands_report", "report"))
+    report.set_defaults(handler=_lazy("report", "report"))
 
 
 def _add_baseline(sub: Subparsers) -> None:
@@ -198,7 +201,7 @@ def _add_baseline(sub: Subparsers) -> None:
     add_metric(baseline, "the result key each benchmark's target is taken from")
     baseline.add_argument("--output", required=True, metavar="FILE",
                           help=".json, .yaml or .csv")
-    baseline.set_defaults(handler=_lazy("commands_report", "baseline"))
+    baseline.set_defaults(handler=_lazy("report", "baseline"))
 
 
 def _add_compare(sub: Subparsers) -> None:
@@ -213,7 +216,7 @@ def _add_compare(sub: Subparsers) -> None:
                          help="exit 1 when a significant slowdown beyond the threshold exists")
     add_format(compare, format_choices(REPORT_FORMATS),
                "text, markdown, csv or json on stdout")
-    compare.set_defaults(handler=_lazy("commands_compare", "compare"))
+    compare.set_defaults(handler=_lazy("compare", "compare"))
 
 
 def _add_plot(sub: Subparsers) -> None:
@@ -239,7 +242,7 @@ def _add_plot(sub: Subparsers) -> None:
     plot.add_argument("--legend", nargs="+", metavar="NAME",
                       help="one name per series (default: the series' queries)")
     plot.add_argument("--output", required=True, metavar="FILE", help=".png, .svg or .pdf")
-    plot.set_defaults(handler=_lazy("commands_plot", "plot"))
+    plot.set_defaults(handler=_lazy("plot", "plot"))
 
 
 def _add_sysinfo(sub: Subparsers) -> None:
@@ -247,7 +250,7 @@ def _add_sysinfo(sub: Subparsers) -> None:
                              description="Print the system information recorded with runs.")
     add_format(sysinfo, format_choices(REPORT_FORMATS, "text", "json"),
                "key and value lines (text) or json")
-    sysinfo.set_defaults(handler=_lazy("commands_host", "sysinfo"))
+    sysinfo.set_defaults(handler=_lazy("host", "sysinfo"))
 
 
 def _add_peak(sub: Subparsers) -> None:
@@ -272,7 +275,7 @@ def _add_peak(sub: Subparsers) -> None:
                            "of too small a --size")
     add_format(peak, format_choices(REPORT_FORMATS, "text", "json"),
                "lines per device (text) or json")
-    peak.set_defaults(handler=_lazy("commands_host", "peak"))
+    peak.set_defaults(handler=_lazy("host", "peak"))
 
 
 def _add_history(sub: Subparsers) -> None:
@@ -307,7 +310,7 @@ def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     which `dlbench run` does not need."""
 
     def handler(args: argparse.Namespace) -> int:
-        imported = importlib.import_module(f"dlbench.cli.{module}")
+        imported = importlib.import_module(f"dlbench.cli.commands.{module}")
         result: int = getattr(imported, function)(args)
         return result
 

@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from dlbench.cli.commands_run import planned_experiments
+from dlbench.cli.commands.run import planned_experiments
 from dlbench.cli.usage import warn
 from dlbench.config.registry import varying_parameters
 from dlbench.errors import PathError, ResultsError
