@@ -111,7 +111,7 @@ def test_interrupted_before_any_experiment_ended_prints_no_table(
 def test_ctrl_c_while_planning_is_130_without_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def interrupted(*args: object) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(commands_run, "plan_experiments", interrupted)

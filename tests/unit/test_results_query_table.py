@@ -137,14 +137,16 @@ def _row_by_row(rows: list[dict[str, Any]], columns: list[str], fmt: str) -> lis
     from dlbench.results.text_table import (
         MISSING,
         _format_cell,
-        _recorded,
         csv_line,
         label_value,
         one_line,
     )
     from dlbench.results.values import is_number
 
-    shown = _recorded if fmt == "csv" else label_value
+    def recorded(row: dict[str, Any], column: str) -> Any:  # a CSV cell: the value as stored
+        return row.get(column)
+
+    shown = recorded if fmt == "csv" else label_value
     missing = "" if fmt == "csv" else MISSING
     cells = [[missing if row.get(c) is None else
               _format_cell(shown(row, c), None, truncate=fmt != "csv") for c in columns]

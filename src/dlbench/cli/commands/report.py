@@ -60,12 +60,10 @@ def _table_report(args: argparse.Namespace) -> Report | None:
         return None
     query = parse_query(args.where, args.where_flag)
     warnings: list[ParseWarning] = []
-    try:
+    # A failed read or report is one line: the read's warnings go into it.
+    with read_warnings(warnings):
         return table_report(args.input, query, args.where_flag, args.report_type,
                             args.target_variable, parse_warnings=warnings)
-    finally:
-        for warning in warnings:
-            warn(warning)
 
 
 def build_report(args: argparse.Namespace, records: list[dict[str, Any]]) -> Report:

@@ -63,7 +63,7 @@ def _number(value: Any) -> bool:
     return is_number(value) and value == value
 
 
-class _Column:
+class _SqlColumn:
     """SQL over one typed column ``v`` (an INTEGER, REAL or TEXT value, not NULL)."""
 
     def __init__(self, v: str, params: list[Any]) -> None:
@@ -157,7 +157,7 @@ def key_sql(key: str, condition: Any, info: Key | None, params: list[Any]) -> st
     own: list[Any] = []
     if info.type in (INTEGER, REAL, TEXT):
         try:
-            native = _Column(column, own).native(condition)
+            native = _SqlColumn(column, own).native(condition)
         except _Fallback:
             native, own = "1", []
     elif info.type == BOOLEAN:
