@@ -5,7 +5,7 @@ gathered with the others in :data:`dlbench.config.registry.REGISTRY`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
@@ -16,6 +16,7 @@ from dlbench.config.params import (
     MAX_WORKER_SECONDS,
     Param,
 )
+from dlbench.errors import ConfigError
 
 MONITOR_PARAMS = [
     Param("monitor.enabled", "bool", "$(${monitor.frequency} > 0)$",
@@ -70,6 +71,18 @@ def repeat_count(values: Mapping[str, Any]) -> int:
     """How many worker processes measure an experiment one after another
     (``exp.repeat``; at least one)."""
     return max(1, int(values.get("exp.repeat", 1) or 1))
+
+
+def check_one_process(values: Mapping[str, Any], shown: Callable[[str], str], runs: str,
+                      chosen_by: str) -> None:
+    """Refuse ``exp.repeat`` or ``exp.parallel_jobs`` other than 1 for ``runs`` (e.g.
+    ``generation runs``), the runs that the parameter ``chosen_by`` chose: repeats and
+    copies are combined from batch times and throughputs, which such a run does not
+    have. ``shown(name)`` names a parameter in the message."""
+    for name in ("exp.repeat", "exp.parallel_jobs"):
+        if values[name] != 1:
+            raise ConfigError(f"{shown(name)}: {runs} are not combined across processes "
+                              f"yet; use {name}=1 ({shown(chosen_by)})")
 
 
 # N users per node: copies of an experiment run at once, each on its own share.

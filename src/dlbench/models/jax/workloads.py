@@ -23,6 +23,7 @@ import optax
 from flax import linen as nn
 
 from dlbench.config.modelinfo import ModelInfo
+from dlbench.models import LEARNING_RATES, task_workload
 from dlbench.models.jax import build_jax_model, jax_sample_shape
 
 #: ``(inputs, targets)`` of one batch, first dimension the batch, as host arrays.
@@ -43,7 +44,7 @@ class JaxWorkload:
     """
 
     #: Learning rates per ``jax.optimizer``: the PyTorch workloads' for these models.
-    learning_rates: ClassVar[dict[str, float]] = {"sgd": 0.01, "adam": 1e-3}
+    learning_rates: ClassVar[dict[str, float]] = LEARNING_RATES
 
     def __init__(self, info: ModelInfo, input_shape: tuple[int, ...]) -> None:
         self.info = info
@@ -137,8 +138,5 @@ _WORKLOADS: dict[str, type[JaxWorkload]] = {
 def make_jax_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> JaxWorkload:
     """The workload of ``info``'s task at an experiment's sizes (``exp.image_size``,
     ``exp.seq_len``; 0 for the published ones)."""
-    try:
-        workload_class = _WORKLOADS[info.task]
-    except KeyError:  # a bug: the planner refuses models JAX does not define
-        raise KeyError(f"no JAX workload for task {info.task!r} of {info.id}") from None
+    workload_class = task_workload(_WORKLOADS, "JAX", info)
     return workload_class(info, info.sample_shape(image_size, seq_len))

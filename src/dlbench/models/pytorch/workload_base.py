@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from dlbench.config.modelinfo import ModelInfo
-from dlbench.models import build_pytorch_model
+from dlbench.models import LEARNING_RATES, build_pytorch_model
 
 #: ``(inputs, targets)``: one batch, first dimension the batch, on the device.
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -41,7 +41,7 @@ class Workload:
     runs_model: ClassVar[bool] = True
     #: Learning rates per ``pytorch.optimizer``; a workload whose loss is summed over
     #: many outputs lowers them so that long timed runs stay finite.
-    learning_rates: ClassVar[dict[str, float]] = {"sgd": 0.01, "adam": 1e-3}
+    learning_rates: ClassVar[dict[str, float]] = LEARNING_RATES
 
     def __init__(self, info: ModelInfo, input_shape: tuple[int, ...], seq_len: int | None) -> None:
         self.info = info

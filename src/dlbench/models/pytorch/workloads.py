@@ -18,6 +18,7 @@ The workload is the model's task's (``ModelInfo.task``): a new image model (a
 from __future__ import annotations
 
 from dlbench.config.modelinfo import ModelInfo
+from dlbench.models import task_workload
 from dlbench.models.pytorch.cartpole import CartPoleWorkload
 from dlbench.models.pytorch.detection import DetectionWorkload
 from dlbench.models.pytorch.generative import GANWorkload, VAEWorkload
@@ -66,9 +67,6 @@ def make_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> Wor
         from dlbench.models.pytorch.external import external_workload
 
         return external_workload(info, image_size, seq_len)
-    try:
-        workload_class = WORKLOADS[info.task]
-    except KeyError:  # a bug: every task has a PyTorch workload
-        raise KeyError(f"no PyTorch workload for task {info.task!r} of {info.id}") from None
-    sequence = (seq_len or info.seq_len) if info.seq_len is not None else None
-    return workload_class(info, info.sample_shape(image_size, seq_len), sequence)
+    workload_class = task_workload(WORKLOADS, "PyTorch", info)
+    return workload_class(info, info.sample_shape(image_size, seq_len),
+                          info.sequence_length(seq_len))
