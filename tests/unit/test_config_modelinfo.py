@@ -12,7 +12,7 @@ import pytest
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS, model_frameworks, model_input_shape
 from dlbench.config.modelinfo import TASKS, ModelInfo
-from dlbench.models import task_workload
+from dlbench.models.workload import task_workload
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

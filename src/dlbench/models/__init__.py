@@ -22,24 +22,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.config.frameworks import DECLARATIONS
-from dlbench.config.modelinfo import ModelInfo
 from dlbench.errors import WorkerError
 
 if TYPE_CHECKING:
     from torch import nn
 
 __all__ = [
-    "LEARNING_RATES", "MIN_IMAGE_SIZE", "ImageTooSmall", "build_pytorch_model", "check_input_shape",
-    "load_builders", "model_builder", "task_workload",
+    "MIN_IMAGE_SIZE", "ImageTooSmall", "build_pytorch_model", "check_input_shape",
+    "load_builders", "model_builder",
 ]
 
 _Builder = TypeVar("_Builder")
-_Workload = TypeVar("_Workload")
-
-#: The learning rate of each optimizer (``pytorch.optimizer``, ``jax.optimizer``,
-#: ``tensorflow.optimizer``) in every framework's workloads, so that one model trains
-#: alike in each; a workload whose loss is summed over many outputs lowers its own.
-LEARNING_RATES: dict[str, float] = {"sgd": 0.01, "adam": 1e-3}
 
 #: The smallest image side (pixels) of the models that have one, from the catalog.
 MIN_IMAGE_SIZE: dict[str, int] = {
@@ -115,17 +108,6 @@ def model_builder(
                 f"no {framework} builder for model {model_id!r}; known: {known}") from None
     check_input_shape(model_id, input_shape)
     return builder
-
-
-def task_workload(workloads: Mapping[str, _Workload], framework: str, info: ModelInfo) -> _Workload:
-    """``workloads[info.task]``: the workload (class) of ``info``'s task in
-    ``framework``'s table. Raises :class:`KeyError` naming the framework, the task and
-    the model when the table has none (a bug: the planner refuses the models a
-    framework does not define)."""
-    try:
-        return workloads[info.task]
-    except KeyError:
-        raise KeyError(f"no {framework} workload for task {info.task!r} of {info.id}") from None
 
 
 def build_pytorch_model(model_id: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:

@@ -15,7 +15,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -23,8 +23,8 @@ import optax
 from flax import linen as nn
 
 from dlbench.config.modelinfo import ModelInfo
-from dlbench.models import LEARNING_RATES, task_workload
 from dlbench.models.jax import build_jax_model, jax_sample_shape
+from dlbench.models.workload import ModelWorkload, task_workload
 
 #: ``(inputs, targets)`` of one batch, first dimension the batch, as host arrays.
 Batch = tuple[np.ndarray, np.ndarray]
@@ -34,21 +34,16 @@ Batch = tuple[np.ndarray, np.ndarray]
 IGNORE = -100
 
 
-class JaxWorkload:
+class JaxWorkload(ModelWorkload):
     """Classification: inputs ``normal(B, *sample_shape)``, labels below
     ``num_classes``, mean cross-entropy. Subclasses override what differs.
 
-    ``input_shape`` is one sample's shape in the catalog's layout at the experiment's
-    sizes (``ModelInfo.sample_shape``); ``sample_shape`` is the
-    same sample in the layout the Flax model takes (NHWC images).
+    ``sample_shape`` is :class:`~dlbench.models.workload.ModelWorkload`'s
+    ``input_shape`` in the layout the Flax model takes (NHWC images).
     """
 
-    #: Learning rates per ``jax.optimizer``: the PyTorch workloads' for these models.
-    learning_rates: ClassVar[dict[str, float]] = LEARNING_RATES
-
     def __init__(self, info: ModelInfo, input_shape: tuple[int, ...]) -> None:
-        self.info = info
-        self.input_shape = input_shape
+        super().__init__(info, input_shape)
         self.sample_shape = jax_sample_shape(input_shape, info.is_image)
 
     def build(self, dtype: Any) -> nn.Module:

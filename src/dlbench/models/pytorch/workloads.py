@@ -18,7 +18,6 @@ The workload is the model's task's (``ModelInfo.task``): a new image model (a
 from __future__ import annotations
 
 from dlbench.config.modelinfo import ModelInfo
-from dlbench.models import task_workload
 from dlbench.models.pytorch.cartpole import CartPoleWorkload
 from dlbench.models.pytorch.detection import DetectionWorkload
 from dlbench.models.pytorch.generative import GANWorkload, VAEWorkload
@@ -31,6 +30,7 @@ from dlbench.models.pytorch.recsys_toys import (
 )
 from dlbench.models.pytorch.translation import TranslationWorkload
 from dlbench.models.pytorch.workload_base import ClassificationWorkload, LoaderWorkload, Workload
+from dlbench.models.workload import task_workload
 
 #: Task (``ModelInfo.task``) → its workload: every task of
 #: :data:`dlbench.config.modelinfo.TASKS`.

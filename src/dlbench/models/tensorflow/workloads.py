@@ -14,32 +14,21 @@ over the global batch.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import keras
 import tensorflow as tf
 
 from dlbench.config.modelinfo import ModelInfo
-from dlbench.models import LEARNING_RATES, task_workload
 from dlbench.models.tensorflow import build_tensorflow_model
 from dlbench.models.tensorflow.layers import nhwc
+from dlbench.models.workload import ModelWorkload, task_workload
 
 #: ``(inputs, targets)``: one batch, first dimension the batch, on the device.
 Batch = tuple[tf.Tensor, tf.Tensor]
 
 
-class KerasWorkload:
+class KerasWorkload(ModelWorkload):
     """Classification: inputs ``normal(B, *shape)``, labels ``uniform[0, classes)``,
     softmax cross-entropy. Subclasses override what differs."""
-
-    #: Learning rates per ``tensorflow.optimizer``, PyTorch's (``pytorch.optimizer``).
-    learning_rates: ClassVar[dict[str, float]] = LEARNING_RATES
-
-    def __init__(self, info: ModelInfo, input_shape: tuple[int, ...], seq_len: int | None) -> None:
-        self.info = info
-        #: One sample in PyTorch's convention, as the builders take it.
-        self.input_shape = input_shape
-        self.seq_len = seq_len
 
     def build(self) -> keras.Model:
         """A freshly initialised, built model (under the caller's strategy scope)."""
