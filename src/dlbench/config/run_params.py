@@ -5,7 +5,7 @@ gathered with the others in :data:`dlbench.config.registry.REGISTRY`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
@@ -15,6 +15,7 @@ from dlbench.config.params import (
     MAX_SECONDS,
     MAX_WORKER_SECONDS,
     Param,
+    Shown,
 )
 from dlbench.errors import ConfigError
 
@@ -73,7 +74,7 @@ def repeat_count(values: Mapping[str, Any]) -> int:
     return max(1, int(values.get("exp.repeat", 1) or 1))
 
 
-def check_one_process(values: Mapping[str, Any], shown: Callable[[str], str], runs: str,
+def check_one_process(values: Mapping[str, Any], shown: Shown, runs: str,
                       chosen_by: str) -> None:
     """Refuse ``exp.repeat`` or ``exp.parallel_jobs`` other than 1 for ``runs`` (e.g.
     ``generation runs``), the runs that the parameter ``chosen_by`` chose: repeats and

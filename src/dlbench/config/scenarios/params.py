@@ -7,11 +7,11 @@ describes them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from dlbench.config.catalog import MODELS, model_info
-from dlbench.config.params import MAX_SECONDS, Param
+from dlbench.config.params import MAX_SECONDS, Param, Shown
 from dlbench.config.run_params import check_one_process
 from dlbench.config.scenarios.registry import (
     BATCH,
@@ -88,7 +88,7 @@ SCENARIO_PARAMS = [
 ]
 
 
-def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> None:
+def check_scenario(values: Mapping[str, Any], shown: Shown) -> None:
     """The scenario parameters of one resolved experiment fit together; ``shown``
     names a parameter with its value and where it came from. ConfigError otherwise."""
     chosen, qps = values["exp.scenario"], values["exp.target_qps"]
@@ -130,7 +130,7 @@ def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> No
                           f"highest load under a latency bound: give one > 0 ms")
 
 
-def _check_generate(values: Mapping[str, Any], shown: Callable[[str], str]) -> None:
+def _check_generate(values: Mapping[str, Any], shown: Shown) -> None:
     """exp.phase=generate: a decoder model, one process of one replica, a number of
     requests, and what the generation loop does not do refused by name."""
     model = model_info(values, shown)
