@@ -12,6 +12,7 @@ import pytest
 
 from dlbench.config.catalog import FRAMEWORKS, MODELS, model_frameworks, model_input_shape
 from dlbench.config.modelinfo import TASKS, ModelInfo
+from dlbench.models.workload import task_workload
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -69,3 +70,20 @@ def test_model_info_has_no_framework_list_of_its_own() -> None:
     # Which frameworks define a model is derived (model_frameworks) from its builders,
     # the one table, never a second list on the model that can go stale.
     assert "frameworks" not in {field.name for field in dataclasses.fields(ModelInfo)}
+
+
+def test_sequence_length_at_an_experiment_s_seq_len() -> None:
+    gpt2 = MODELS["gpt2_small"]  # published 1024
+    assert gpt2.sequence_length() == 1024
+    assert gpt2.sequence_length(32) == 32
+    # A model without a sequence has none, whatever exp.seq_len says.
+    assert MODELS["resnet50"].sequence_length(32) is None
+    assert MODELS["cart"].sequence_length(16) == 16  # its sequence is not its input
+
+
+def test_task_workload_is_the_task_s_entry_or_a_key_error_naming_it() -> None:
+    table = {"classification": "classifier", "causal_lm": "decoder"}
+    assert task_workload(table, "X", MODELS["resnet50"]) == "classifier"
+    assert task_workload(table, "X", MODELS["gpt2_small"]) == "decoder"
+    with pytest.raises(KeyError, match="no X workload for task 'masked_lm' of bert_base"):
+        task_workload(table, "X", MODELS["bert_base"])

@@ -20,7 +20,7 @@ from dlbench.report.cells import Report, Table
 from dlbench.report.charts.charts import draw_chart
 from dlbench.report.charts.series import build_series
 from dlbench.report.html.charts import series_chart_svg
-from dlbench.report.html.markup import STYLESHEET, escape, page_shell
+from dlbench.report.html.markup import STYLESHEET, escape, list_items, page_shell
 from dlbench.report.html.page import MAX_LIST_ITEMS, render_html, write_html_report
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -316,3 +316,9 @@ def test_an_html_page_is_built_without_matplotlib() -> None:
                           env=env, cwd=repo, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "False\n"
+
+
+def test_list_items_escape_each_text() -> None:
+    assert list_items(["a<b", 2, "x & 'y'"]) == (
+        "<li>a&lt;b</li><li>2</li><li>x &amp; &#x27;y&#x27;</li>")
+    assert list_items(iter([])) == ""

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from dlbench.config import load_spec, plan_experiments
+from dlbench.config.run_params import check_one_process
 from dlbench.errors import ConfigError
 from dlbench.measure.loadgen.generator import VirtualClock
 from dlbench.measure.loadgen.scenario import default_min_queries, run_scenario, settings_from_params
@@ -79,6 +80,17 @@ def test_scenarios_need_inference_and_one_replica() -> None:
     assert error_of(["exp.scenario=offline", "exp.repeat=3"]) == (
         "exp.repeat=3 (from -P flag): scenario runs are not combined across processes "
         "yet; use exp.repeat=1 (exp.scenario='offline' (from -P flag))")
+
+
+def test_one_process_runs_refuse_repeats_and_copies() -> None:
+    values = {"exp.repeat": 1, "exp.parallel_jobs": 1, "exp.phase": "generate"}
+    check_one_process(values, str, "generation runs", "exp.phase")  # nothing to refuse
+    for name, value in (("exp.repeat", 2), ("exp.parallel_jobs", "gpus")):
+        with pytest.raises(ConfigError) as caught:
+            check_one_process({**values, name: value}, lambda n: f"<{n}>", "generation runs",
+                              "exp.phase")
+        assert str(caught.value) == (f"<{name}>: generation runs are not combined across "
+                                     f"processes yet; use {name}=1 (<exp.phase>)")
 
 
 def test_settings_follow_loadgen_defaults() -> None:

@@ -115,6 +115,17 @@ class Backend(ABC):
         """Release what ``setup`` took. Called even when a step failed."""
 
 
+def run_steps(backend: Backend, first: int, count: int) -> int:
+    """Run ``count`` steps of ``backend``, numbered from ``first``, then wait for the
+    device; the number of the next step. The worker's untimed passes (a profiling
+    window's, an epoch's, a batch-size probe's) run this way; the timed loop is
+    :func:`dlbench.measure.timing.run_batches`."""
+    for index in range(first, first + count):
+        backend.step(index)
+    backend.synchronize()
+    return first + count
+
+
 def load_backend(params: Mapping[str, Any]) -> Backend:
     """Import the backend of ``params['exp.framework']`` and construct it: the
     ``BACKEND`` of the module ``exp.framework_module`` names (the parent's declaration,

@@ -19,7 +19,9 @@ to when the event says. This module needs no framework:
 - :func:`summarize`: ``results.profile.top_ops``, ``busy_ms`` and, on a device,
   ``utilization`` and its basis, with the functions PyTorch's window uses;
 - :func:`new_traces`: the ``*.xplane.pb`` files a window wrote into a directory that
-  may hold earlier windows' (a repeated experiment writes next to the same log).
+  may hold earlier windows' (a repeated experiment writes next to the same log);
+- :class:`XPlaneProfiling`: the profiling window itself, opened and closed the same
+  way for both frameworks, each starting, stopping and reading its own profiler.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
+from dlbench.errors import WorkerError
 from dlbench.measure.profile_summary import OperatorTime, busy_ms, top_operators
 
-__all__ = ["RawEvent", "TraceEvent", "new_traces", "operator_events", "self_operator_times",
-           "summarize"]
+__all__ = ["RawEvent", "TraceEvent", "XPlaneProfiling", "new_traces", "operator_events",
+           "self_operator_times", "summarize"]
 
 #: A TensorFlow graph operator's event on the host: ``node/name:OpType`` (node names
 #: hold no colon or space; profiler events such as ``Foo::Bar`` or ``Eager: x`` do).
@@ -167,3 +170,65 @@ def summarize(
 def new_traces(directory: Path, before: set[Path]) -> list[Path]:
     """The ``*.xplane.pb`` files under ``directory`` that are not in ``before``."""
     return sorted(set(directory.rglob("*.xplane.pb")) - before)
+
+
+class XPlaneProfiling:
+    """``exp.profile`` for a backend whose profiler writes an XPlane: a mixin of the
+    JAX and TensorFlow backends' extras. The window traces into ``<log><TRACE_SUFFIX>/``
+    and is summarised from the files it added there; a subclass names its profiler
+    and starts, stops and reads its trace."""
+
+    params: Any
+    #: The exp.profile value the backend runs (declared in its
+    #: ``FrameworkInfo.profilers``), also the backend's name in messages.
+    PROFILER: ClassVar[str]
+    #: The suffix of the trace directory next to the log.
+    TRACE_SUFFIX: ClassVar[str]
+    #: Whether graph operators count (TensorFlow's ``node:OpType``; see
+    #: :func:`operator_events`).
+    TF_OPS: ClassVar[bool] = False
+    #: ``results.profile.note`` of a trace that holds no operator events.
+    NO_OPERATORS_NOTE: ClassVar[str]
+    #: ``results.profile.note`` when :meth:`_trace_events` has no reader (None).
+    NO_READER_NOTE: ClassVar[str] = ""
+    _trace_dir: Path | None = None
+    _traces_before: set[Path]
+
+    def _start_trace(self, directory: Path) -> None:
+        raise NotImplementedError
+
+    def _stop_trace(self) -> None:
+        raise NotImplementedError
+
+    def _trace_events(self, paths: list[Path]) -> list[RawEvent] | None:
+        """Every event of the XPlane files ``paths``; None when the framework cannot
+        read them."""
+        raise NotImplementedError
+
+    def start_profile(self, tool: str, trace_path: str) -> None:
+        """Open ``exp.profile=<PROFILER>``: a trace into ``<log><TRACE_SUFFIX>/``."""
+        if tool != self.PROFILER:
+            raise WorkerError(f"exp.profile={tool} is not supported by the {self.PROFILER} "
+                              f"backend; supported: {self.PROFILER}")
+        self._trace_dir = Path(trace_path + self.TRACE_SUFFIX)
+        self._traces_before = set(self._trace_dir.rglob("*.xplane.pb"))
+        self._start_trace(self._trace_dir)
+
+    def stop_profile(self, wall_ms: float) -> dict[str, Any]:
+        """Close the trace and summarise what it holds."""
+        if self._trace_dir is None:
+            raise WorkerError("the profiling window was never opened")
+        self._stop_trace()
+        directory, self._trace_dir = self._trace_dir, None
+        results: dict[str, Any] = {"results.profile.trace": str(directory)}
+        events = self._trace_events(new_traces(directory, self._traces_before))
+        if events is None:
+            results["results.profile.note"] = self.NO_READER_NOTE
+            return results
+        operators, busy, on_device = operator_events(events, tf_ops=self.TF_OPS)
+        if not operators:
+            results["results.profile.note"] = self.NO_OPERATORS_NOTE
+            return results
+        results.update(summarize(operators, busy, wall_ms,
+                                 int(self.params["exp.profile_top"]), on_device))
+        return results

@@ -99,6 +99,17 @@ class ModelInfo:
             return (*self.input_shape[:-2], image_size, image_size)
         return self.input_shape
 
+    def sequence_length(self, seq_len: int = 0) -> int | None:
+        """The sequence length a workload runs at ``exp.seq_len`` (0 keeps the
+        published one); None for a model without one, whatever ``seq_len`` says.
+
+        >>> ModelInfo("m", "M", "d", (128,), 2, 8, seq_len=128).sequence_length(32)
+        32
+        """
+        if self.seq_len is None:
+            return None
+        return seq_len or self.seq_len
+
     @property
     def real_data_kind(self) -> str:
         """``images``, ``text``, or ``""`` when the model reads synthetic data only."""

@@ -21,6 +21,10 @@ PARAM_TYPES = ("str", "int", "float", "bool", "list", "dict", "any")
 
 _UNSET: Any = object()
 
+#: How a check names a parameter in its message: ``name=value (from source)``, given
+#: the name.
+Shown = Callable[[str], str]
+
 # Upper bounds of counts and durations: far above what a real benchmark needs, low
 # enough that a mistyped value (1e21 batches) is refused by the plan instead of
 # starting a run that cannot finish.

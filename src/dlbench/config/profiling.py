@@ -16,7 +16,7 @@ from typing import Any
 
 from dlbench.config.catalog import model_info
 from dlbench.config.frameworks.base import FrameworkInfo, Shown
-from dlbench.config.run_params import WRAPPING_PROFILERS
+from dlbench.config.run_params import WRAPPING_PROFILERS, check_one_process
 from dlbench.errors import ConfigError
 
 __all__ = ["check_measurement_extras"]
@@ -66,12 +66,7 @@ def _check_accuracy(values: Mapping[str, Any], shown: Shown) -> None:
     if values["exp.num_replicas"] > 1:
         raise ConfigError(f"{shown('exp.phase')} runs one replica; "
                           f"{shown('exp.num_replicas')} asks for several")
-    for name in ("exp.repeat", "exp.parallel_jobs"):
-        if values[name] != 1:
-            # Repeats and copies are combined from batch times and throughputs; a run
-            # to a target accuracy has neither to combine.
-            raise ConfigError(f"{shown(name)}: runs to a target accuracy are not combined "
-                              f"across processes yet; use {name}=1 ({shown('exp.phase')})")
+    check_one_process(values, shown, "runs to a target accuracy", "exp.phase")
     if not values["exp.data_dir"] and importlib.util.find_spec("sklearn") is None:
         raise ConfigError(f"{shown('exp.dataset')} needs scikit-learn (`pip install "
                           f"scikit-learn`), or set exp.data_dir to a folder of class "

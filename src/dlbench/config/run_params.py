@@ -15,7 +15,9 @@ from dlbench.config.params import (
     MAX_SECONDS,
     MAX_WORKER_SECONDS,
     Param,
+    Shown,
 )
+from dlbench.errors import ConfigError
 
 MONITOR_PARAMS = [
     Param("monitor.enabled", "bool", "$(${monitor.frequency} > 0)$",
@@ -70,6 +72,18 @@ def repeat_count(values: Mapping[str, Any]) -> int:
     """How many worker processes measure an experiment one after another
     (``exp.repeat``; at least one)."""
     return max(1, int(values.get("exp.repeat", 1) or 1))
+
+
+def check_one_process(values: Mapping[str, Any], shown: Shown, runs: str,
+                      chosen_by: str) -> None:
+    """Refuse ``exp.repeat`` or ``exp.parallel_jobs`` other than 1 for ``runs`` (e.g.
+    ``generation runs``), the runs that the parameter ``chosen_by`` chose: repeats and
+    copies are combined from batch times and throughputs, which such a run does not
+    have. ``shown(name)`` names a parameter in the message."""
+    for name in ("exp.repeat", "exp.parallel_jobs"):
+        if values[name] != 1:
+            raise ConfigError(f"{shown(name)}: {runs} are not combined across processes "
+                              f"yet; use {name}=1 ({shown(chosen_by)})")
 
 
 # N users per node: copies of an experiment run at once, each on its own share.

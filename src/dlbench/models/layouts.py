@@ -10,7 +10,11 @@ PyTorch definition. Importing this module imports no framework.
 The Inception layouts are sequences of :data:`Op`: a :class:`Conv` unit (convolution
 without bias, batch norm, ReLU), a :class:`Pool`, or a :class:`Concat` of branches
 that all read the same input, their outputs concatenated along the channels. They
-transcribe ``dlbench.models.pytorch.inception`` and ``inception4`` layer for layer.
+transcribe ``dlbench.models.pytorch.inception`` and ``inception4`` layer for layer;
+the Keras and Flax builders that walk them give each batch norm eps 0.001 and
+initialise as the PyTorch definitions: torchvision's normal weights (std 0.01 for
+GoogLeNet, 0.1 for Inception-v3, whose truncation at ±2 never bites at those scales)
+and PyTorch's defaults for Inception-v4.
 
 Example::
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.backends.base import Backend
+from dlbench.backends.base import Backend, run_steps
 
 __all__ = ["train_to_accuracy"]
 
@@ -32,10 +32,7 @@ def train_to_accuracy(params: Mapping[str, Any], backend: Backend) -> tuple[dict
     while len(curve) < max_epochs:
         batches = backend.start_epoch()
         began = time.perf_counter()
-        for _ in range(batches):
-            backend.step(index)
-            index += 1
-        backend.synchronize()
+        index = run_steps(backend, index, batches)
         epoch_seconds.append(time.perf_counter() - began)
         curve.append(backend.evaluate())
         if curve[-1] >= target:

@@ -17,7 +17,7 @@ import gc
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dlbench.backends.base import load_backend
+from dlbench.backends.base import load_backend, run_steps
 from dlbench.config.params import MAX_REPLICA_BATCH
 from dlbench.config.registry import found_batch_parameters
 from dlbench.errors import WorkerError
@@ -67,9 +67,7 @@ def probe_batch(params: Mapping[str, Any], batch: int, steps: int) -> str:
     backend = load_backend(probe)
     try:
         backend.setup()
-        for index in range(steps):
-            backend.step(index)
-        backend.synchronize()
+        run_steps(backend, 0, steps)
     except Exception as error:  # only running out of memory is an answer
         if not is_out_of_memory(error):
             raise

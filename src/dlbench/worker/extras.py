@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.backends.base import Backend
+from dlbench.backends.base import Backend, run_steps
 from dlbench.measure.profile_summary import cpu_utilization
 
 __all__ = ["measure_memory", "profile_window"]
@@ -30,20 +30,13 @@ def profile_window(
     tool = str(params.get("exp.profile", "none"))
     if tool == "none":
         return {}
-    index = first_index
-    for _ in range(int(params["exp.profile_start"])):
-        backend.step(index)
-        index += 1
-    backend.synchronize()
+    index = run_steps(backend, first_index, int(params["exp.profile_start"]))
     count = int(params["exp.profile_batches"])
     backend.start_profile(tool, log_path)
     # Every thread of this process, user and system time: what it really ran.
     cpu_began = time.process_time()
     began = time.perf_counter()
-    for _ in range(count):
-        backend.step(index)
-        index += 1
-    backend.synchronize()
+    run_steps(backend, index, count)
     wall_ms = (time.perf_counter() - began) * 1000.0
     cpu_ms = (time.process_time() - cpu_began) * 1000.0
     results = backend.stop_profile(wall_ms)

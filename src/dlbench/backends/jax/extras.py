@@ -31,15 +31,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from dlbench.backends.trace_summary import RawEvent, new_traces, operator_events, summarize
-from dlbench.errors import WorkerError
+from dlbench.backends.trace_summary import RawEvent, XPlaneProfiling
 
 __all__ = ["JaxExtras", "saved_activation_bytes", "tree_bytes"]
 
-#: The exp.profile value this backend runs (declared in its ``FrameworkInfo.profilers``).
-PROFILER = "jax"
-#: The suffix of the trace directory next to the log.
-TRACE_SUFFIX = ".jax_trace"
 _CPU_PEAK_NOTE = "no allocator peak on the CPU: see results.use.rss_mb_max for the process"
 
 
@@ -90,7 +85,7 @@ def _xplane_events(paths: Iterable[Path]) -> list[RawEvent]:
     return events
 
 
-class JaxExtras:
+class JaxExtras(XPlaneProfiling):
     """Profiling and memory for a backend that has the attributes below."""
 
     params: Any
@@ -104,34 +99,19 @@ class JaxExtras:
     #: ``loss(params, inputs, targets)`` of one training step (the dropout key and the
     #: batch statistics of the current state), set up by the backend.
     step_loss: Callable[..., Any] | None = None
-    _trace_dir: Path | None = None
-    _traces_before: set[Path]
 
-    def start_profile(self, tool: str, trace_path: str) -> None:
-        """Open ``exp.profile=jax``: a JAX trace into ``<log>.jax_trace/``."""
-        if tool != PROFILER:
-            raise WorkerError(f"exp.profile={tool} is not supported by the jax backend; "
-                              f"supported: {PROFILER}")
-        self._trace_dir = Path(trace_path + TRACE_SUFFIX)
-        self._traces_before = set(self._trace_dir.rglob("*.xplane.pb"))
-        jax.profiler.start_trace(str(self._trace_dir), create_perfetto_trace=True)
+    PROFILER = "jax"
+    TRACE_SUFFIX = ".jax_trace"
+    NO_OPERATORS_NOTE = "the JAX trace holds no XLA operator events: no top_ops or utilization"
 
-    def stop_profile(self, wall_ms: float) -> dict[str, Any]:
-        """Close the trace and summarise what it holds."""
-        if self._trace_dir is None:
-            raise WorkerError("the profiling window was never opened")
+    def _start_trace(self, directory: Path) -> None:
+        jax.profiler.start_trace(str(directory), create_perfetto_trace=True)
+
+    def _stop_trace(self) -> None:
         jax.profiler.stop_trace()
-        directory, self._trace_dir = self._trace_dir, None
-        results: dict[str, Any] = {"results.profile.trace": str(directory)}
-        operators, busy, on_device = operator_events(
-            _xplane_events(new_traces(directory, self._traces_before)), tf_ops=False)
-        if not operators:
-            results["results.profile.note"] = (
-                "the JAX trace holds no XLA operator events: no top_ops or utilization")
-            return results
-        results.update(summarize(operators, busy, wall_ms,
-                                 int(self.params["exp.profile_top"]), on_device))
-        return results
+
+    def _trace_events(self, paths: list[Path]) -> list[RawEvent]:
+        return _xplane_events(paths)
 
     def memory_breakdown(self) -> dict[str, Any]:
         """Weights, gradients, optimizer state and saved activations of one step, in

@@ -33,16 +33,11 @@ from typing import Any
 
 import tensorflow as tf
 
-from dlbench.backends.trace_summary import RawEvent, new_traces, operator_events, summarize
-from dlbench.errors import WorkerError
+from dlbench.backends.trace_summary import RawEvent, XPlaneProfiling
 from dlbench.models.tensorflow.workloads import Batch, KerasWorkload
 
 __all__ = ["TensorFlowExtras", "tensor_bytes", "variables_bytes"]
 
-#: The exp.profile value this backend runs (declared in its ``FrameworkInfo.profilers``).
-PROFILER = "tensorflow"
-#: The suffix of the trace directory next to the log.
-TRACE_SUFFIX = ".tf_trace"
 _NO_ACTIVATIONS = ("TensorFlow does not expose the tensors GradientTape keeps for the "
                    "backward pass: no activations_bytes")
 _CPU_PEAK_NOTE = "no allocator peak on the CPU: see results.use.rss_mb_max for the process"
@@ -98,7 +93,7 @@ def _xplane_events(paths: Iterable[Path]) -> list[RawEvent] | None:
     return events
 
 
-class TensorFlowExtras:
+class TensorFlowExtras(XPlaneProfiling):
     """Profiling and memory for a backend that has the attributes below."""
 
     params: Any
@@ -110,39 +105,24 @@ class TensorFlowExtras:
     workload: KerasWorkload
     batch: Batch
     strategy: tf.distribute.Strategy | None
-    _trace_dir: Path | None = None
-    _traces_before: set[Path]
 
-    def start_profile(self, tool: str, trace_path: str) -> None:
-        """Open ``exp.profile=tensorflow``: a TensorFlow trace into ``<log>.tf_trace/``."""
-        if tool != PROFILER:
-            raise WorkerError(f"exp.profile={tool} is not supported by the tensorflow "
-                              f"backend; supported: {PROFILER}")
-        self._trace_dir = Path(trace_path + TRACE_SUFFIX)
-        self._traces_before = set(self._trace_dir.rglob("*.xplane.pb"))
-        tf.profiler.experimental.start(str(self._trace_dir))
+    PROFILER = "tensorflow"
+    TRACE_SUFFIX = ".tf_trace"
+    TF_OPS = True
+    NO_OPERATORS_NOTE = ("the TensorFlow trace holds no operator events: no top_ops or "
+                         "utilization")
+    NO_READER_NOTE = ("this TensorFlow ships no XPlane reader "
+                      "(tensorflow.tsl.profiler.protobuf): no top_ops or utilization; open "
+                      "the trace in TensorBoard")
 
-    def stop_profile(self, wall_ms: float) -> dict[str, Any]:
-        """Close the trace and summarise what it holds."""
-        if self._trace_dir is None:
-            raise WorkerError("the profiling window was never opened")
+    def _start_trace(self, directory: Path) -> None:
+        tf.profiler.experimental.start(str(directory))
+
+    def _stop_trace(self) -> None:
         tf.profiler.experimental.stop()
-        directory, self._trace_dir = self._trace_dir, None
-        results: dict[str, Any] = {"results.profile.trace": str(directory)}
-        events = _xplane_events(new_traces(directory, self._traces_before))
-        if events is None:
-            results["results.profile.note"] = (
-                "this TensorFlow ships no XPlane reader (tensorflow.tsl.profiler.protobuf): "
-                "no top_ops or utilization; open the trace in TensorBoard")
-            return results
-        operators, busy, on_device = operator_events(events, tf_ops=True)
-        if not operators:
-            results["results.profile.note"] = (
-                "the TensorFlow trace holds no operator events: no top_ops or utilization")
-            return results
-        results.update(summarize(operators, busy, wall_ms,
-                                 int(self.params["exp.profile_top"]), on_device))
-        return results
+
+    def _trace_events(self, paths: list[Path]) -> list[RawEvent] | None:
+        return _xplane_events(paths)
 
     def _replica_batch(self) -> tuple[Any, Any]:
         """The first replica's inputs and targets (the whole batch on one device)."""

@@ -27,12 +27,11 @@ from dlbench.config.external.huggingface import (
 from dlbench.config.external.transformer_counts import flops_per_sample
 from dlbench.config.external.vision_libraries import library_model
 from dlbench.config.modelinfo import ModelInfo
+from dlbench.config.params import Shown
 
 __all__ = ["HF_PARAMS", "REQUIREMENTS", "SOURCES", "configuration_flops", "external_model",
            "external_title", "hf_summary", "is_external", "missing_requirement",
            "shipped_rows"]
-
-Shown = Callable[[str], str]
 
 #: The sources, and what builds a model of each from its id (and the experiment).
 SOURCES: dict[str, Callable[[str, Mapping[str, Any], Shown], ModelInfo]] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,12 @@ from dlbench.config.external.transformer_counts import (
     setting,
 )
 from dlbench.config.modelinfo import ModelInfo
-from dlbench.config.params import Param
+from dlbench.config.params import Param, Shown
 from dlbench.errors import ConfigError
 
 __all__ = ["HF_PARAMS", "OVERRIDES", "hf_model", "hf_summary", "hf_title", "load_hf_config",
            "shipped_rows"]
 
-Shown = Callable[[str], str]
 
 #: The sizes ``hf.<size>`` overrides, by their generic ``transformers`` names.
 OVERRIDES: tuple[tuple[str, str], ...] = (

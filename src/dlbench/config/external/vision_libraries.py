@@ -9,14 +9,13 @@ worker does: an unknown name fails there, in one line naming the library's list.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from dlbench.config.modelinfo import ModelInfo
+from dlbench.config.params import Shown
 from dlbench.errors import ConfigError
 
 __all__ = ["LIBRARIES", "library_model"]
 
-Shown = Callable[[str], str]
 
 #: Each library's package, and where its builder lives in the worker.
 LIBRARIES: dict[str, str] = {

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlbench.config.params import Param
+from dlbench.config.params import Shown as Shown  # importable here too, where a check is typed
 from dlbench.plugins import load_attribute
 
-#: How a check refers to a parameter in its message: ``name=value (from source)``.
-Shown = Callable[[str], str]
 #: A framework's own checks of one resolved experiment: raise ConfigError, naming
 #: the parameter with ``shown(name)``, when the framework cannot run it.
 Check = Callable[[Mapping[str, Any], Shown], None]

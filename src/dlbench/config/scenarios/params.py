@@ -7,11 +7,12 @@ describes them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from dlbench.config.catalog import MODELS, model_info
-from dlbench.config.params import MAX_SECONDS, Param
+from dlbench.config.params import MAX_SECONDS, Param, Shown
+from dlbench.config.run_params import check_one_process
 from dlbench.config.scenarios.registry import (
     BATCH,
     ScenarioEntry,
@@ -87,7 +88,7 @@ SCENARIO_PARAMS = [
 ]
 
 
-def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> None:
+def check_scenario(values: Mapping[str, Any], shown: Shown) -> None:
     """The scenario parameters of one resolved experiment fit together; ``shown``
     names a parameter with its value and where it came from. ConfigError otherwise."""
     chosen, qps = values["exp.scenario"], values["exp.target_qps"]
@@ -110,12 +111,7 @@ def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> No
         raise ConfigError(f"{shown('exp.scenario')} issues queries to one replica: use "
                           f"exp.scenario={BATCH} for data-parallel runs "
                           f"({shown('exp.num_replicas')})")
-    for name in ("exp.repeat", "exp.parallel_jobs"):
-        if values[name] != 1:
-            # Repeats and copies are combined from batch times, which a scenario
-            # run does not have.
-            raise ConfigError(f"{shown(name)}: scenario runs are not combined across "
-                              f"processes yet; use {name}=1 ({shown('exp.scenario')})")
+    check_one_process(values, shown, "scenario runs", "exp.scenario")
     if values["exp.profile"] != "none":
         # The profiling window follows the timed batches, which a scenario run has not.
         raise ConfigError(f"{shown('exp.profile')} is not supported with "
@@ -134,7 +130,7 @@ def check_scenario(values: Mapping[str, Any], shown: Callable[[str], str]) -> No
                           f"highest load under a latency bound: give one > 0 ms")
 
 
-def _check_generate(values: Mapping[str, Any], shown: Callable[[str], str]) -> None:
+def _check_generate(values: Mapping[str, Any], shown: Shown) -> None:
     """exp.phase=generate: a decoder model, one process of one replica, a number of
     requests, and what the generation loop does not do refused by name."""
     model = model_info(values, shown)
@@ -149,10 +145,7 @@ def _check_generate(values: Mapping[str, Any], shown: Callable[[str], str]) -> N
     if values["exp.num_replicas"] > 1:
         raise ConfigError(f"{shown('exp.phase')} runs one replica: set exp.gpus to one GPU "
                           f"or none ({shown('exp.num_replicas')})")
-    for name in ("exp.repeat", "exp.parallel_jobs"):
-        if values[name] != 1:
-            raise ConfigError(f"{shown(name)}: generation runs are not combined across "
-                              f"processes yet; use {name}=1 ({shown('exp.phase')})")
+    check_one_process(values, shown, "generation runs", "exp.phase")
     refused = {"exp.target_qps": (values["exp.target_qps"] == AUTO, "give a rate"),
                "exp.profile": (values["exp.profile"] != "none", "use exp.profile=none"),
                "exp.data_dir": (bool(values["exp.data_dir"]), "prompts are random tokens: "

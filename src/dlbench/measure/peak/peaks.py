@@ -284,6 +284,12 @@ def datasheet(device_name: str) -> Datasheet | None:
     return None
 
 
+def _stored_name(device_name: str | None, cpu_model: str | None) -> str | None:
+    """The name a device's peaks are stored and looked up under: a CPU's (device name
+    ``cpu`` or none) is its model name, which is what ``dlbench peak`` stores."""
+    return cpu_model if device_name in (None, "", "cpu") else device_name
+
+
 def lookup_peak(
     device_name: str | None, dtype: str, cpu_model: str | None = None,
     path: Path | None = None,
@@ -292,7 +298,7 @@ def lookup_peak(
     datasheet's dense figure where known, else the sustained (median) peak measured
     here, else None. A CPU (device name ``cpu`` or none) is looked up by its model
     name, which is what ``dlbench peak`` stores it under."""
-    name = cpu_model if device_name in (None, "", "cpu") else device_name
+    name = _stored_name(device_name, cpu_model)
     if not name:
         return None
     sheet = datasheet(name)
@@ -353,7 +359,7 @@ def measured_peaks(
     """The peaks of ``dtype`` that ``dlbench peak`` measured on ``device_name`` (looked
     up as :func:`lookup_peak` does): ``{"sustained": median, "burst": best}``, each
     present only when stored and positive."""
-    name = cpu_model if device_name in (None, "", "cpu") else device_name
+    name = _stored_name(device_name, cpu_model)
     entry = load_peaks(path).get(name) if name else None
     if not isinstance(entry, dict):
         return {}

@@ -1,13 +1,5 @@
-"""GoogLeNet, Inception-v3 and Inception-v4 in Flax, built from their layouts in
-``dlbench.models.layouts`` (the blocks ``dlbench.models.pytorch.inception`` and
-``inception4`` define): each :class:`~dlbench.models.layouts.Conv` a bias-free
-convolution, batch norm (eps 0.001) and ReLU, each
-:class:`~dlbench.models.layouts.Concat` its branches concatenated along the channels.
-NHWC layout.
-
-Initialisation as the PyTorch definitions: torchvision's normal weights (std 0.01 for
-GoogLeNet, 0.1 for Inception-v3, whose truncation at ±2 never bites at those scales)
-and PyTorch's defaults for Inception-v4.
+"""GoogLeNet, Inception-v3 and Inception-v4 in Flax (NHWC), walking their layouts in
+:mod:`dlbench.models.layouts`, which says what each op is and how the weights start.
 """
 
 from __future__ import annotations

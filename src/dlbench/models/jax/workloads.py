@@ -15,7 +15,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -24,6 +24,7 @@ from flax import linen as nn
 
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.models.jax import build_jax_model, jax_sample_shape
+from dlbench.models.workload import ModelWorkload, task_workload
 
 #: ``(inputs, targets)`` of one batch, first dimension the batch, as host arrays.
 Batch = tuple[np.ndarray, np.ndarray]
@@ -33,21 +34,16 @@ Batch = tuple[np.ndarray, np.ndarray]
 IGNORE = -100
 
 
-class JaxWorkload:
+class JaxWorkload(ModelWorkload):
     """Classification: inputs ``normal(B, *sample_shape)``, labels below
     ``num_classes``, mean cross-entropy. Subclasses override what differs.
 
-    ``input_shape`` is one sample's shape in the catalog's layout at the experiment's
-    sizes (``ModelInfo.sample_shape``); ``sample_shape`` is the
-    same sample in the layout the Flax model takes (NHWC images).
+    ``sample_shape`` is :class:`~dlbench.models.workload.ModelWorkload`'s
+    ``input_shape`` in the layout the Flax model takes (NHWC images).
     """
 
-    #: Learning rates per ``jax.optimizer``: the PyTorch workloads' for these models.
-    learning_rates: ClassVar[dict[str, float]] = {"sgd": 0.01, "adam": 1e-3}
-
     def __init__(self, info: ModelInfo, input_shape: tuple[int, ...]) -> None:
-        self.info = info
-        self.input_shape = input_shape
+        super().__init__(info, input_shape)
         self.sample_shape = jax_sample_shape(input_shape, info.is_image)
 
     def build(self, dtype: Any) -> nn.Module:
@@ -137,8 +133,5 @@ _WORKLOADS: dict[str, type[JaxWorkload]] = {
 def make_jax_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> JaxWorkload:
     """The workload of ``info``'s task at an experiment's sizes (``exp.image_size``,
     ``exp.seq_len``; 0 for the published ones)."""
-    try:
-        workload_class = _WORKLOADS[info.task]
-    except KeyError:  # a bug: the planner refuses models JAX does not define
-        raise KeyError(f"no JAX workload for task {info.task!r} of {info.id}") from None
+    workload_class = task_workload(_WORKLOADS, "JAX", info)
     return workload_class(info, info.sample_shape(image_size, seq_len))

@@ -21,32 +21,21 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from dlbench.config.modelinfo import ModelInfo
 from dlbench.models import build_pytorch_model
+from dlbench.models.workload import ModelWorkload
 
 #: ``(inputs, targets)``: one batch, first dimension the batch, on the device.
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 
-class Workload:
+class Workload(ModelWorkload):
     """Image (or feature) classification: inputs ``randn(B, *input_shape)``, labels
-    ``randint(num_classes)``, cross-entropy. Subclasses override what differs.
-
-    ``input_shape`` is one sample's shape at the sizes of the experiment (image side
-    and sequence length already applied); ``seq_len`` is the experiment's sequence
-    length for the models that have one (``ModelInfo.seq_len``), else None.
+    ``randint(num_classes)``, cross-entropy. Subclasses override what differs; what
+    it is made for is :class:`~dlbench.models.workload.ModelWorkload`'s.
     """
 
     #: False for a workload that times its input pipeline alone (``loader``).
     runs_model: ClassVar[bool] = True
-    #: Learning rates per ``pytorch.optimizer``; a workload whose loss is summed over
-    #: many outputs lowers them so that long timed runs stay finite.
-    learning_rates: ClassVar[dict[str, float]] = {"sgd": 0.01, "adam": 1e-3}
-
-    def __init__(self, info: ModelInfo, input_shape: tuple[int, ...], seq_len: int | None) -> None:
-        self.info = info
-        self.input_shape = input_shape
-        self.seq_len = seq_len
 
     def build(self) -> nn.Module:
         """A freshly initialised module on the default device (a ``torch.device``

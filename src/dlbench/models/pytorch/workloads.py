@@ -30,6 +30,7 @@ from dlbench.models.pytorch.recsys_toys import (
 )
 from dlbench.models.pytorch.translation import TranslationWorkload
 from dlbench.models.pytorch.workload_base import ClassificationWorkload, LoaderWorkload, Workload
+from dlbench.models.workload import task_workload
 
 #: Task (``ModelInfo.task``) → its workload: every task of
 #: :data:`dlbench.config.modelinfo.TASKS`.
@@ -66,9 +67,6 @@ def make_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> Wor
         from dlbench.models.pytorch.external import external_workload
 
         return external_workload(info, image_size, seq_len)
-    try:
-        workload_class = WORKLOADS[info.task]
-    except KeyError:  # a bug: every task has a PyTorch workload
-        raise KeyError(f"no PyTorch workload for task {info.task!r} of {info.id}") from None
-    sequence = (seq_len or info.seq_len) if info.seq_len is not None else None
-    return workload_class(info, info.sample_shape(image_size, seq_len), sequence)
+    workload_class = task_workload(WORKLOADS, "PyTorch", info)
+    return workload_class(info, info.sample_shape(image_size, seq_len),
+                          info.sequence_length(seq_len))

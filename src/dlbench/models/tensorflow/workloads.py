@@ -14,31 +14,21 @@ over the global batch.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import keras
 import tensorflow as tf
 
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.models.tensorflow import build_tensorflow_model
 from dlbench.models.tensorflow.layers import nhwc
+from dlbench.models.workload import ModelWorkload, task_workload
 
 #: ``(inputs, targets)``: one batch, first dimension the batch, on the device.
 Batch = tuple[tf.Tensor, tf.Tensor]
 
 
-class KerasWorkload:
+class KerasWorkload(ModelWorkload):
     """Classification: inputs ``normal(B, *shape)``, labels ``uniform[0, classes)``,
     softmax cross-entropy. Subclasses override what differs."""
-
-    #: Learning rates per ``tensorflow.optimizer``, PyTorch's (``pytorch.optimizer``).
-    learning_rates: ClassVar[dict[str, float]] = {"sgd": 0.01, "adam": 1e-3}
-
-    def __init__(self, info: ModelInfo, input_shape: tuple[int, ...], seq_len: int | None) -> None:
-        self.info = info
-        #: One sample in PyTorch's convention, as the builders take it.
-        self.input_shape = input_shape
-        self.seq_len = seq_len
 
     def build(self) -> keras.Model:
         """A freshly initialised, built model (under the caller's strategy scope)."""
@@ -120,9 +110,6 @@ WORKLOADS: dict[str, type[KerasWorkload]] = {
 def make_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> KerasWorkload:
     """The workload of ``info``'s task at an experiment's sizes (``exp.image_size``,
     ``exp.seq_len``; 0 for the published ones)."""
-    try:
-        workload_class = WORKLOADS[info.task]
-    except KeyError:  # a bug: the planner refuses models TensorFlow does not define
-        raise KeyError(f"no TensorFlow workload for task {info.task!r} of {info.id}") from None
-    sequence = (seq_len or info.seq_len) if info.seq_len is not None else None
-    return workload_class(info, info.sample_shape(image_size, seq_len), sequence)
+    workload_class = task_workload(WORKLOADS, "TensorFlow", info)
+    return workload_class(info, info.sample_shape(image_size, seq_len),
+                          info.sequence_length(seq_len))

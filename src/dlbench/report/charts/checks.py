@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -54,6 +55,16 @@ def _outside(x: float, y: float, box: Bbox, margin: float) -> str:
     return ", ".join(edge for edge, past in edges if past)
 
 
+def _points_outside(data: Any, transform: Any, box: Bbox,
+                    margin: float) -> Iterator[tuple[float, float, str]]:
+    """``(x, y, edge)`` for each data point of ``data`` that ``transform`` places on or
+    past an edge of ``box`` (see :func:`_outside`)."""
+    for (x, y), (px, py) in zip(data, transform.transform(data), strict=True):
+        edge = _outside(px, py, box, margin)
+        if edge:
+            yield x, y, edge
+
+
 def _clipped_markers(axes: Axes, box: Bbox, dpi: float) -> list[str]:
     problems = []
     for line in axes.get_lines():
@@ -62,11 +73,9 @@ def _clipped_markers(axes: Axes, box: Bbox, dpi: float) -> list[str]:
             continue
         radius = float(line.get_markersize()) * dpi / 72.0 / 2.0
         data = np.asarray(line.get_xydata(), dtype=float)
-        for (x, y), (px, py) in zip(data, line.get_transform().transform(data), strict=True):
-            edge = _outside(px, py, box, radius)
-            if edge:
-                problems.append(f"point ({x:g}, {y:g}) lies on or past the {edge} edge of "
-                                f"the axes {axes.get_ylabel()!r}")
+        problems += [f"point ({x:g}, {y:g}) lies on or past the {edge} edge of the axes "
+                     f"{axes.get_ylabel()!r}"
+                     for x, y, edge in _points_outside(data, line.get_transform(), box, radius)]
     return problems
 
 
@@ -95,11 +104,9 @@ def _clipped_error_bars(axes: Axes, box: Bbox) -> list[str]:
         segments: Any = getattr(collection, "get_segments", lambda: [])()
         transform = collection.get_transform()
         for segment in segments:
-            for (x, y), (px, py) in zip(segment, transform.transform(segment), strict=True):
-                edge = _outside(px, py, box, 0)
-                if edge:
-                    problems.append(f"an error bar end ({x:g}, {y:g}) lies past the {edge} "
-                                    f"edge of the axes {axes.get_ylabel()!r}")
+            problems += [f"an error bar end ({x:g}, {y:g}) lies past the {edge} edge of the "
+                         f"axes {axes.get_ylabel()!r}"
+                         for x, y, edge in _points_outside(segment, transform, box, 0)]
     return problems
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterable
 
 import dlbench
 
@@ -67,6 +68,15 @@ def escape(value: object) -> str:
     """``value`` as text safe inside an HTML element or a quoted attribute: ``&``, ``<``,
     ``>``, ``"`` and ``'`` escaped."""
     return html.escape(str(value), quote=True)
+
+
+def list_items(texts: Iterable[object]) -> str:
+    """One ``<li>`` per text, escaped, for a ``<ul>`` or ``<ol>`` of a page.
+
+    >>> list_items(["a<b", 2])
+    '<li>a&lt;b</li><li>2</li>'
+    """
+    return "".join(f"<li>{escape(text)}</li>" for text in texts)
 
 
 def number_cell(value: float | None, text: str, title: str = "") -> str:

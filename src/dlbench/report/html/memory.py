@@ -26,7 +26,7 @@ from typing import Any
 
 from dlbench.report.charts.axes import axis_label, nice_step, tick_values
 from dlbench.report.charts.svg import CHAR_WIDTH, Scale, svg_document, text, x_grid, x_title
-from dlbench.report.html.markup import escape, number_cell
+from dlbench.report.html.markup import escape, list_items, number_cell
 from dlbench.results.values import is_number as _is_number
 
 #: The stacked parts, bottom first: (shown name, record key, colour).
@@ -196,7 +196,6 @@ def memory_html(records: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> 
         if isinstance(note, str) and note:
             notes[note] = notes.get(note, 0) + 1
     if notes:
-        items = "".join(f"<li>{escape(f'{note} ({count} experiment(s))')}</li>"
-                        for note, count in notes.items())
+        items = list_items(f"{note} ({count} experiment(s))" for note, count in notes.items())
         figures.append(f'<ul class="notes">{items}</ul>')
     return "\n".join(figures)

@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dlbench.report.html.markup import escape, number_cell
+from dlbench.report.html.markup import escape, list_items, number_cell
 from dlbench.report.operators import OperatorStep, record_operators, time_basis, window_batches
 from dlbench.results.values import is_number as _is_number
 
@@ -80,7 +80,7 @@ def operator_table_html(
     trace = record.get("results.profile.trace")
     if isinstance(trace, str) and trace:
         notes.append(f"trace: {trace}")
-    items = "".join(f"<li>{escape(n)}</li>" for n in notes)
+    items = list_items(notes)
     return (
         f'<details class="operators"{" open" if open_ else ""}><summary>{escape(label)}: '
         f"{escape(_operators_caption(record, ops))}</summary>\n"

@@ -24,7 +24,7 @@ import dlbench
 from dlbench.config.registry import varying_parameters
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
-from dlbench.report.html.markup import escape, number_cell, page_shell
+from dlbench.report.html.markup import escape, list_items, number_cell, page_shell
 from dlbench.report.html.memory import memory_html
 from dlbench.report.html.operator_table import OPEN_TABLES, operator_table_html
 from dlbench.report.operators import record_operators
@@ -154,8 +154,7 @@ def _table_html(table: Table) -> str:
         f'<table class="sortable"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
     )
     if table.notes:
-        notes = "".join(f"<li>{escape(note)}</li>" for note in table.notes)
-        parts.append(f'<ul class="notes">{notes}</ul>')
+        parts.append(f'<ul class="notes">{list_items(table.notes)}</ul>')
     return "\n".join(parts)
 
 
@@ -224,13 +223,10 @@ def _header_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
         '<a href="#failures">Failures</a><a href="#experiments">Experiments</a></nav>',
     ]
     if report.warnings:
-        items = "".join(f"<li>{escape(w)}</li>" for w in report.warnings)
-        parts.append(
-            f'<div class="warnings" role="alert"><strong>Warnings</strong><ul>{items}</ul></div>'
-        )
+        parts.append(f'<div class="warnings" role="alert"><strong>Warnings</strong>'
+                     f"<ul>{list_items(report.warnings)}</ul></div>")
     if report.summary:
-        items = "".join(f"<li>{escape(s)}</li>" for s in report.summary)
-        parts.append(f'<ul class="summary">{items}</ul>')
+        parts.append(f'<ul class="summary">{list_items(report.summary)}</ul>')
     return "\n".join(parts)
 
 
@@ -248,7 +244,7 @@ def _charts_html(records: Sequence[Mapping[str, Any]]) -> str:
         return "<p>No experiment ended ok with a throughput: nothing to chart.</p>"
     figures = []
     for chart in charts:
-        problems = "".join(f"<li>{escape(p)}</li>" for p in chart.problems)
+        problems = list_items(chart.problems)
         figures.append(
             f'<figure class="chart"><figcaption>{escape(chart.caption)}</figcaption>\n'
             f"{chart.svg}\n"

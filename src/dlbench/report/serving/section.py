@@ -133,7 +133,7 @@ def serving_section_html(report: Report, records: Sequence[Mapping[str, Any]]) -
         return ""
     # Imported here: the page imports this module, and owns its tables.
     from dlbench.report.html import page
-    from dlbench.report.html.markup import escape
+    from dlbench.report.html.markup import escape, list_items
 
     parts = ['<section id="serving"><h2>Serving curves</h2>',
              "<p>Latency at the percentile of the rules against achieved throughput, a line "
@@ -146,7 +146,7 @@ def serving_section_html(report: Report, records: Sequence[Mapping[str, Any]]) -
         svg = serving_chart_svg(members, problems)
         notes = [f"{curve.label}: {note}" for curve in members
                  for note in curve_notes(curve) if note.startswith("knee")]
-        items = "".join(f"<li>{escape(n)}</li>" for n in [*notes, *problems])
+        items = list_items([*notes, *problems])
         parts.append(f'<figure class="chart serving"><figcaption>'
                      f"{escape(chart_caption(members))}</figcaption>\n{svg}\n"
                      f'<ul class="notes">{items}</ul></figure>')

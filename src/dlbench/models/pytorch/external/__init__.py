@@ -15,7 +15,7 @@ __all__ = ["external_workload"]
 
 def external_workload(info: ModelInfo, image_size: int = 0, seq_len: int = 0) -> Workload:
     """The workload of the library model ``info`` at an experiment's sizes."""
-    sequence = (seq_len or info.seq_len) if info.seq_len is not None else None
+    sequence = info.sequence_length(seq_len)
     shape = info.sample_shape(image_size, seq_len)
     if info.source == "hf":
         return transformers_workload(info, shape, sequence)
