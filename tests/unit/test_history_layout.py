@@ -14,9 +14,11 @@ import pandas as pd
 import pytest
 
 from dlbench.errors import ResultsError
+from dlbench.results.history.layout import POSTGRES
 from dlbench.results.history.records import HistoryRow
 from dlbench.results.history.store import open_history
 from dlbench.results.store import Store
+from dlbench.results.store.columns import BOOLEAN, INTEGER, JSON, REAL, TEXT
 
 
 def _row(exp_id: str, **parts: Any) -> HistoryRow:
@@ -113,6 +115,28 @@ def test_a_key_with_two_values_in_one_row_is_refused(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match=r"hw\.device_name is 'A100' in one part"):
             history.put([row])
         assert history.count() == 0
+
+
+@pytest.mark.parametrize(("value", "sql_type", "expected"), [
+    (1.5, REAL, (1.5, False)),
+    (3, REAL, (3.0, True)),
+    (2**70, REAL, (None, True)),  # the store writes it as text, which REAL refuses
+    (True, INTEGER, (1, True)),
+    (2**70, INTEGER, (None, True)),
+    ("a\x00b", TEXT, ("ab", True)),
+    (5, TEXT, ("5", True)),
+    (True, BOOLEAN, (True, False)),
+    (2, BOOLEAN, (None, True)),
+    ([1, 2], JSON, ("[1,2]", False)),
+    ([1, float("nan")], JSON, (None, True)),
+    ({"a": "\x00"}, JSON, (None, True)),
+    (None, REAL, (None, False)),
+])
+def test_what_a_postgresql_column_holds_of_a_value(
+    value: Any, sql_type: str, expected: tuple[Any, bool]
+) -> None:
+    cell = POSTGRES.cell(value, sql_type)
+    assert cell == expected and type(cell[0]) is type(expected[0])
 
 
 # ------------------------------------------------------------------ format 1
