@@ -116,11 +116,17 @@ def test_postgres_gives_what_sqlite_gives_and_never_duplicates(
     documents = [json.loads(out) for _, out, _ in checks]
     assert checks[0][0] == checks[1][0] == 1 and documents[0]["new_regressions"] == 1
     assert documents[0]["changes"] == documents[1]["changes"]
-    # The JSON columns are jsonb: a team queries them in SQL.
+    # A column per key, typed: a team queries them in SQL.
     with psycopg.connect(postgres_store) as db:
-        found = db.execute("SELECT count(*) FROM history_records WHERE "
-                           "(results->>'results.throughput')::float > 0").fetchone()
-    assert found == (48,)
+        found = db.execute('SELECT count(*) FROM history_records WHERE '
+                           '"results.throughput" > 0 AND "exp.model" = %s',
+                           ("resnet50",)).fetchone()
+        types = dict(db.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = 'history_records'").fetchall())
+    assert found == (24,)
+    assert types["results.throughput"] == "double precision"
+    assert types["exp.model"] == "text" and types["exp.replica_batch"] == "bigint"
 
 
 def test_two_importers_at_once_lose_nothing(
@@ -156,3 +162,33 @@ def test_a_server_that_is_not_there_is_one_line_without_the_password(
     status, _, err = history_cli(["check", "--store", url], capsys)
     assert status == 2 and err.count("\n") == 1
     assert "cannot connect" in err and "s3cret" not in err and "dlbench:***@" in err
+
+
+def test_a_format1_history_converts_and_odd_values_round_trip(postgres_store: str) -> None:
+    from dlbench.results.history.legacy import format1_rows
+    from tests.unit.test_history_layout import VARIED, _row, _rows, write_format1
+
+    with psycopg.connect(postgres_store) as db:
+        write_format1(db, VARIED, json_type="JSONB", mark="%s")
+        # What format 1 held (jsonb has no -0.0): what format 2 must give back.
+        before = format1_rows(db)
+    odd = [_row("e", config={"user.nul": "a\x00b", "user." + "x" * 70: "long"},
+                environment={"sys.nan": [1.0, float("nan")], "sys.big": 2**70},
+                results={"results.pct%": 1.5, "results.passed": 1})]
+    with open_history(postgres_store) as store:
+        assert _rows(store.rows()) == _rows(before)
+        assert store.put(odd) == (1, 0)
+        assert _rows(store.rows()) == _rows(before + odd)
+    with psycopg.connect(postgres_store) as db:
+        version = db.execute("SELECT value FROM history_meta").fetchone()
+        near = db.execute('SELECT "user.nul", "sys.nan", "results.pct%" FROM history_records '
+                          "WHERE exp_id = 'e'").fetchone()
+        imported = db.execute("SELECT imported FROM history_records WHERE exp_id = 'a'"
+                              ).fetchone()
+        long_name = db.execute("SELECT column_name FROM history_keys WHERE name = %s",
+                               ("user." + "x" * 70,)).fetchone()[0]
+    # SQL sees what PostgreSQL can hold: no NUL, no NaN in jsonb; the rest is aside.
+    assert version == ("2",) and near == ("ab", None, 1.5)
+    assert imported == ("2024-02-01T00:00:00",)
+    # PostgreSQL keeps 63 bytes of a name: a longer key's column is named to fit.
+    assert len(long_name) <= 63 and long_name.startswith("user.xxx") and "#" in long_name

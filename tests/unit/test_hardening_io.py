@@ -495,10 +495,13 @@ def damaged(workspace: Path) -> Path:
     _zero_root_page(workspace / "page.sqlite", "history_records")
     _damaged_history(workspace, "latin.sqlite",
                      "UPDATE history_records SET revision = CAST(X'E9FF' AS TEXT)")
-    _damaged_history(workspace, "nojson.sqlite", "UPDATE history_records SET results = '{'")
-    _damaged_history(workspace, "list.sqlite", "UPDATE history_records SET config = '[1]'")
+    first_shape = "WHERE id = (SELECT MIN(shape) FROM history_records)"
+    _damaged_history(workspace, "nojson.sqlite",
+                     f"UPDATE history_shapes SET parts = '{{' {first_shape}")
+    _damaged_history(workspace, "list.sqlite",
+                     f"UPDATE history_shapes SET parts = '[1]' {first_shape}")
     _damaged_history(workspace, "deep.sqlite",
-                     f"UPDATE history_records SET environment = '{DEEP_ARRAY}'")
+                     f"UPDATE history_shapes SET parts = '{DEEP_ARRAY}' {first_shape}")
     _damaged_history(workspace, "version.sqlite",
                      "UPDATE history_meta SET value = 'x' WHERE key = 'format_version'")
     return workspace

@@ -161,9 +161,9 @@ def test_sources_concatenate_in_order(tmp_path: Path) -> None:
 def test_missing_and_unknown_sources(tmp_path: Path) -> None:
     with pytest.raises(ResultsError, match=r"nope\.json does not exist.*\.jsonl"):
         load_records([tmp_path / "nope.json"])
-    (tmp_path / "r.parquet").write_text("x")
-    with pytest.raises(ResultsError, match=r"r\.parquet.*\.csv"):
-        load_records([tmp_path / "r.parquet"])
+    (tmp_path / "r.xlsx").write_text("x")
+    with pytest.raises(ResultsError, match=r"r\.xlsx.*\.csv or \.parquet"):
+        load_records([tmp_path / "r.xlsx"])
     with pytest.raises(ResultsError, match=r"does not exist"):
         load_records([tmp_path / "missing.sqlite"])
     assert not (tmp_path / "missing.sqlite").exists()

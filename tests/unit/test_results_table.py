@@ -150,3 +150,85 @@ def test_parse_to_parquet_without_pyarrow_is_one_line(
     with pytest.raises(ResultsError, match=r"o\.parquet: writing Parquet needs pyarrow"):
         write_records(RECORDS, tmp_path / "o.parquet")
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_query_parquet_reads_back_as_the_records(
+        run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "o.parquet"
+    assert main(["query", "--input", str(run_dir), "--format", "parquet", "--output",
+                 str(out)]) == 0
+    capsys.readouterr()
+    shown = []
+    for source in (run_dir, out):
+        assert main(["query", "--input", str(source), "--format", "json"]) == 0
+        shown.append(json.loads(capsys.readouterr().out))
+    assert shown[0] == shown[1] and len(shown[0]["data"]) == 2
+    for source in (run_dir, out):
+        assert main(["report", "--input", str(source)]) == 0
+        shown.append(capsys.readouterr().out)
+    assert shown[2] == shown[3]
+    assert main(["compare", str(run_dir), str(out), "--format", "json"]) == 0
+    compared = json.loads(capsys.readouterr().out)
+    # The same measurements on both sides: every configuration matched, unchanged.
+    assert compared["counts"] == {"faster": 0, "slower": 0, "unchanged": 2}
+    assert [row["A"] == row["B"] for row in compared["rows"]] == [True, True]
+
+
+def test_parquet_keeps_what_its_columns_cannot_say(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    from dlbench.results.io import load_records
+
+    records = [
+        {"exp.id": "a", "n": 1, "x": 2.5, "v": [1, {"k": None}], "s": "[1]", "m": 1,
+         "big": 2**64, "none": None, "t": True, "u": "☃"},
+        {"exp.id": "b", "x": 3, "m": "one", "none": 1.5, "s": "plain"},
+        {"exp.id": "c"},
+    ]
+    write_records(records, tmp_path / "r.parquet")
+    back = load_records([tmp_path / "r.parquet"])
+    # Types too: the 3 among floats is an int again, a list is a list, "[1]" text
+    # (keys in the file's column order: JSON objects are compared, not their order).
+    assert json.dumps(back, sort_keys=True) == json.dumps(records, sort_keys=True)
+    assert [type(r.get("x")) for r in back] == [float, int, type(None)]
+
+
+def test_a_parquet_file_from_elsewhere_reads_as_its_columns(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from datetime import datetime
+
+    from dlbench.results.io import load_records
+
+    pq.write_table(pa.table({"exp.id": ["a", "b"], "n": [1, None], "xs": [[1.5], []],
+                             "when": [datetime(2024, 5, 1, 2, 0), None]}),
+                   tmp_path / "other.parquet")
+    assert load_records([tmp_path / "other.parquet"]) == [
+        {"exp.id": "a", "n": 1, "xs": [1.5], "when": "2024-05-01T02:00:00"},
+        {"exp.id": "b", "xs": []}]
+
+
+def test_parquet_input_errors_are_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    (tmp_path / "text.parquet").write_text("not parquet")
+    table = pa.table({"exp.id": ["a"]})
+    pq.write_table(table.replace_schema_metadata({"dlbench": '{"ints": [1]}'}),
+                   tmp_path / "meta.parquet")
+    write_records(RECORDS, tmp_path / "good.parquet")
+    cases = [("text.parquet", "text.parquet: not a readable Parquet file"),
+             ("meta.parquet", "meta.parquet: its dlbench metadata is not what dlbench writes")]
+    for name, words in cases:
+        assert main(["query", "--input", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # not installed
+    for command in (["query"], ["report"], ["plot", "--x", "exp.replica_batch", "--output",
+                                            str(tmp_path / "c.png")]):
+        assert main([*command, "--input", str(tmp_path / "good.parquet")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert "good.parquet: reading Parquet needs pyarrow: pip install 'dlbench[parquet]'" \
+            in err

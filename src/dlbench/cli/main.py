@@ -73,8 +73,8 @@ def _add_spec_arguments(parser: argparse.ArgumentParser, out: bool = True) -> No
 
 def _input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", nargs="+", required=True, metavar="SRC",
-                        help="run directories, results.sqlite, or .json/.json.gz/.jsonl/.csv "
-                             "exports")
+                        help="run directories, results.sqlite, or "
+                             ".json/.json.gz/.jsonl/.csv/.parquet exports")
 
 
 def _add_run(sub: Subparsers) -> None:

@@ -3,7 +3,8 @@
 Sources (:func:`load_records`): a run directory (its ``results.sqlite``, or, when it
 has none, the logs beneath it), a ``.sqlite``/``.db`` store, one ``.log`` or
 ``.log.gz`` log, and the files :func:`write_records` writes: ``.json``
-(``{"data": [...]}`` or a bare list), ``.json.gz``, ``.jsonl`` and ``.csv``.
+(``{"data": [...]}`` or a bare list), ``.json.gz``, ``.jsonl``, ``.csv`` and
+``.parquet`` (:func:`dlbench.results.parquet.parquet_records`, with pyarrow).
 
 CSV has no types, so a cell is written so that it reads back as what it was: a
 non-string value as its JSON text, a string raw unless it would itself read back as
@@ -40,6 +41,7 @@ from dlbench.results.export import (
 )
 from dlbench.results.jsontext import loads_json
 from dlbench.results.log.parser import ParseWarning, parse_logs
+from dlbench.results.parquet import parquet_records
 from dlbench.results.query import distinct_values, filter_records, no_match_error
 from dlbench.results.store import STORE_FILENAME, Store
 from dlbench.results.store.columns import series_wanted
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 
 _SOURCE_KINDS = (
     "a run directory, a .sqlite or .db store, a .log or .log.gz log, "
-    "or a .json, .json.gz, .jsonl or .csv file"
+    "or a .json, .json.gz, .jsonl, .csv or .parquet file"
 )
 
 
@@ -210,6 +212,8 @@ def _load_source(
         return wanted(_load_jsonl(_read_text(path), path))
     if kind == ".csv":
         return wanted(_load_csv(_read_text(path), path))
+    if kind == ".parquet":
+        return wanted(parquet_records(path))
     raise ResultsError(f"results source {path}: unknown kind of file; a source is {_SOURCE_KINDS}")
 
 
@@ -225,7 +229,7 @@ def load_records(
 
     A source is a run directory (its store, else its logs, recursively), a
     ``.sqlite``/``.db`` store, a ``.log``/``.log.gz`` log, or a ``.json``,
-    ``.json.gz``, ``.jsonl`` or ``.csv`` export. A missing path or unknown kind
+    ``.json.gz``, ``.jsonl``, ``.csv`` or ``.parquet`` export. A missing path or unknown kind
     raises ``ResultsError``. Warnings from parsing logs are appended to
     ``parse_warnings`` when given, dropped otherwise.
 

@@ -80,7 +80,7 @@ def add_arguments(history: argparse.ArgumentParser) -> None:
                                      "again replaces its records.")
     imp.add_argument("sources", nargs="+", metavar="SRC",
                      help="run directories, results.sqlite, DLBS .json results, or "
-                          ".json.gz/.jsonl/.csv exports")
+                          ".json.gz/.jsonl/.csv/.parquet exports")
     _add_store(imp)
     imp.add_argument("--revision", metavar="REV",
                      help="the commit (or any label) of the code under test, shown where a "

@@ -9,7 +9,8 @@ Two backends behind one small interface (:class:`HistoryStore`):
   driver, psycopg 3, is imported only for such a store, so dlbench runs without it.
 
 Both hold one table, ``history_records``, keyed by ``(run_id, exp_id)``: importing a
-run again replaces its rows instead of adding them. Each import is one transaction
+run again replaces its rows instead of adding them. A row has a column per key, as a
+run's results store has (:mod:`dlbench.results.history.layout`). Each import is one transaction
 that writes its rows in key order, so concurrent importers neither lose rows nor
 deadlock (PostgreSQL's ``INSERT ... ON CONFLICT`` is atomic; SQLite takes its write
 lock up front and waits up to a minute for another writer). The SQLite file is in
@@ -22,6 +23,12 @@ Format history (``history_meta.format_version``):
    revision, source, imported, config, environment, results)``; times are ISO 8601
    text in UTC; ``config``, ``environment`` and ``results`` are JSON (``jsonb`` in
    PostgreSQL, queryable there: ``results->>'results.throughput'``).
+2. ``history_records(run_id, exp_id, run_time, record_time, config_key, status,
+   revision, source, imported, shape, <a column per key>)``, ``history_keys(id,
+   name, column_name, type)``, ``history_shapes(id, parts)``, ``history_exact(run_id,
+   exp_id, key, value)`` (:mod:`dlbench.results.history.layout`). A writer converts a
+   history of format 1 when it opens it, in one transaction
+   (:mod:`dlbench.results.history.legacy`); a reader reads it as it is.
 
 Example::
 
@@ -32,7 +39,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from abc import ABC, abstractmethod
@@ -44,12 +50,13 @@ from typing import Any
 
 from dlbench.config.home import dlbench_home
 from dlbench.errors import ResultsError
+from dlbench.results.history import legacy
+from dlbench.results.history.layout import POSTGRES, SQLITE, Dialect, Table, schema
 from dlbench.results.history.records import HistoryRow
-from dlbench.results.jsontext import loads_json
 from dlbench.results.sqlite_files import connect_read_only
 
 #: The newest history format this code reads and writes (see the module's history).
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 #: The history file's name in the default directory.
 DEFAULT_FILENAME = "history.sqlite"
@@ -58,12 +65,9 @@ DEFAULT_FILENAME = "history.sqlite"
 _BUSY_TIMEOUT_S = 60.0
 
 #: Any number, shared by every dlbench: the PostgreSQL lock that serialises creating
-#: the tables, so that two first importers do not both try.
+#: the tables, converting them and writing to them (a write may add a column, which
+#: waits for every other transaction on the table: two such writers would deadlock).
 _SCHEMA_LOCK = 0x646C62656E6368
-
-_COLUMNS = ("run_id", "exp_id", "run_time", "record_time", "config_key", "status",
-            "revision", "source", "imported", "config", "environment", "results")
-_JSON_COLUMNS = ("config", "environment", "results")
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: A ``password=`` query parameter of a URL, or a libpq keyword, its value quoted
 #: (``'it''s'`` or ``'a\\'b'``) or up to the next space, ``&`` or ``#``.
@@ -76,21 +80,6 @@ _KEYWORDS_RE = re.compile(
     re.IGNORECASE)
 _POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 _ACCEPTED = "a file path (SQLite) or postgresql://[user[:password]@]host[:port]/database"
-
-
-def _schema(json_type: str) -> list[str]:
-    return [
-        "CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        f"""CREATE TABLE IF NOT EXISTS history_records (
-            run_id TEXT NOT NULL, exp_id TEXT NOT NULL,
-            run_time TEXT NOT NULL, record_time TEXT NOT NULL,
-            config_key TEXT NOT NULL, status TEXT, revision TEXT, source TEXT,
-            imported TEXT NOT NULL, config {json_type} NOT NULL,
-            environment {json_type} NOT NULL, results {json_type} NOT NULL,
-            PRIMARY KEY (run_id, exp_id))""",
-        "CREATE INDEX IF NOT EXISTS history_records_series "
-        "ON history_records (config_key, run_time, record_time)",
-    ]
 
 
 def _url_password(spec: str) -> tuple[int, int] | None:
@@ -194,44 +183,11 @@ class HistoryStore(ABC):
                 f"reads up to {FORMAT_VERSION}: upgrade dlbench")
 
 
-def _values(row: HistoryRow, imported: str) -> tuple[Any, ...]:
-    return (row.run_id, row.exp_id, row.run_time, row.record_time, row.config_key,
-            row.status, row.revision, row.source, imported,
-            json.dumps(row.config, sort_keys=True),
-            json.dumps(row.environment, sort_keys=True),
-            json.dumps(row.results, sort_keys=True))
-
-
-def _row(values: Sequence[Any]) -> HistoryRow:
-    named = dict(zip(_COLUMNS, values, strict=True))
-    for column in _JSON_COLUMNS:
-        if isinstance(named[column], str):  # SQLite: text; psycopg decodes jsonb itself
-            named[column] = loads_json(named[column], f"column {column}")
-        if not isinstance(named[column], dict):
-            raise ValueError(f"column {column} of run {named['run_id']!r} is not a JSON object")
-    del named["imported"]
-    return HistoryRow(**named)
-
-
 def _ordered(rows: Iterable[HistoryRow]) -> list[HistoryRow]:
     # One key order in every writer: concurrent transactions then lock rows in the
     # same order and cannot deadlock; duplicates within one import keep the last.
     unique = {(row.run_id, row.exp_id): row for row in rows}
     return [unique[key] for key in sorted(unique)]
-
-
-_SELECT = (f"SELECT {', '.join(_COLUMNS)} FROM history_records "
-           "ORDER BY config_key, run_time, record_time, exp_id")
-
-
-def _upsert(placeholder: str, json_placeholder: str) -> str:
-    """The statement that adds a row or replaces the one with its key."""
-    marks = (json_placeholder if c in _JSON_COLUMNS else placeholder for c in _COLUMNS)
-    return (
-        f"INSERT INTO history_records ({', '.join(_COLUMNS)}) VALUES ({', '.join(marks)}) "
-        "ON CONFLICT (run_id, exp_id) DO UPDATE SET "
-        + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[2:])
-    )
 
 
 def _now() -> str:
@@ -268,10 +224,16 @@ class SqliteHistory(HistoryStore):
             self._db.close()
             raise ResultsError(
                 f"history store {redact(spec)}: not a usable SQLite file ({exc})") from exc
+        except ValueError as exc:  # a format-1 row that cannot be converted
+            self._db.close()
+            raise ResultsError(f"history store {redact(spec)} has format 1 and could not be "
+                               f"converted, so it was left as it was: {exc}") from None
         except BaseException:
             self._db.close()
             raise
         self._check_version(None if found is None else str(found[0]))
+        #: The format of the rows: 1 only for a format-1 history opened for reading.
+        self._format = int(found[0]) if found is not None else FORMAT_VERSION
 
     def _prepare(self) -> tuple[str] | None:
         """Check the file, create the tables if need be; the format_version row."""
@@ -283,13 +245,7 @@ class SqliteHistory(HistoryStore):
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _schema("TEXT"):
-                self._db.execute(statement)
-            found: tuple[str] | None = self._db.execute(
-                "SELECT value FROM history_meta WHERE key = 'format_version'").fetchone()
-            if found is None:
-                self._db.execute("INSERT INTO history_meta VALUES ('format_version', ?)",
-                                 (str(FORMAT_VERSION),))
+            found = _prepare_tables(self._db, SQLITE, "?")
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -321,17 +277,12 @@ class SqliteHistory(HistoryStore):
                 f"{', '.join(sorted(tables)[:5])}); name a new file or an existing history")
 
     def put(self, rows: Sequence[HistoryRow]) -> tuple[int, int]:
-        imported = _now()
-        added = replaced = 0
+        ordered = _ordered(rows)
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                for row in _ordered(rows):
-                    exists = self._db.execute(
-                        "SELECT 1 FROM history_records WHERE run_id = ? AND exp_id = ?",
-                        (row.run_id, row.exp_id)).fetchone()
-                    self._db.execute(_upsert("?", "?"), _values(row, imported))
-                    added, replaced = (added, replaced + 1) if exists else (added + 1, replaced)
+                added, replaced = Table(self._db, SQLITE).write(
+                    ordered, [_now()] * len(ordered))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -342,8 +293,10 @@ class SqliteHistory(HistoryStore):
 
     def rows(self) -> list[HistoryRow]:
         try:
-            return [_row(values) for values in self._db.execute(_SELECT)]
-        except (sqlite3.DatabaseError, ValueError, ResultsError) as exc:
+            if self._format == 1:
+                return legacy.format1_rows(self._db)
+            return Table(self._db, SQLITE).read()
+        except (sqlite3.DatabaseError, ValueError, KeyError, ResultsError) as exc:
             # A malformed page, text that is not UTF-8, a JSON column that is not JSON.
             raise ResultsError(f"history store {redact(self.spec)} is damaged: {exc}") from None
 
@@ -380,34 +333,26 @@ class PostgresHistory(HistoryStore):
         try:
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                for statement in _schema("JSONB"):
-                    self._db.execute(statement)
-                self._db.execute(
-                    "INSERT INTO history_meta VALUES ('format_version', %s) "
-                    "ON CONFLICT (key) DO NOTHING", (str(FORMAT_VERSION),))
-                found = self._db.execute(
-                    "SELECT value FROM history_meta WHERE key = 'format_version'").fetchone()
+                found = _prepare_tables(self._db, POSTGRES, "%s")
         except psycopg.Error as exc:
             self._db.close()
             raise ResultsError(
-                f"history store {redact(spec)}: cannot create its tables "
+                f"history store {redact(spec)}: cannot create or convert its tables "
                 f"({redact(_first_line(exc), spec)})") from None
+        except ValueError as exc:  # a format-1 row that cannot be converted
+            self._db.close()
+            raise ResultsError(f"history store {redact(spec)} has format 1 and could not be "
+                               f"converted, so it was left as it was: {exc}") from None
         self._check_version(None if found is None else str(found[0]))
 
     def put(self, rows: Sequence[HistoryRow]) -> tuple[int, int]:
-        imported = _now()
-        # xmax is 0 for a row this statement inserted, the updating transaction's id
-        # for one it replaced.
-        statement = _upsert("%s", "%s::jsonb") + " RETURNING (xmax = 0)"
-        added = replaced = 0
+        ordered = _ordered(rows)
         try:
             with self._db.transaction():
-                for row in _ordered(rows):
-                    inserted = self._db.execute(statement, _values(row, imported)).fetchone()
-                    if inserted is not None and inserted[0]:
-                        added += 1
-                    else:
-                        replaced += 1
+                # One writer at a time (see _SCHEMA_LOCK), taken before any row is.
+                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                added, replaced = Table(self._db, POSTGRES).write(
+                    ordered, [_now()] * len(ordered))
         except self._errors as exc:
             why = redact(_first_line(exc), self.spec)
             raise ResultsError(f"history store {redact(self.spec)}: cannot write ({why})"
@@ -416,7 +361,7 @@ class PostgresHistory(HistoryStore):
 
     def rows(self) -> list[HistoryRow]:
         with self._db.transaction():
-            return [_row(values) for values in self._db.execute(_SELECT).fetchall()]
+            return Table(self._db, POSTGRES).read()
 
     def count(self) -> int:
         with self._db.transaction():
@@ -425,6 +370,26 @@ class PostgresHistory(HistoryStore):
 
     def close(self) -> None:
         self._db.close()
+
+
+def _prepare_tables(db: Any, dialect: Dialect, mark: str) -> tuple[str] | None:
+    """In the caller's transaction: create a new history's tables, or convert one of
+    format 1 (ValueError when a row of it cannot be); the format_version row found."""
+    db.execute("CREATE TABLE IF NOT EXISTS history_meta "
+               "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    found: tuple[str] | None = db.execute(
+        "SELECT value FROM history_meta WHERE key = 'format_version'").fetchone()
+    if found is None:
+        for statement in schema(dialect):
+            db.execute(statement)
+        db.execute(f"INSERT INTO history_meta VALUES ('format_version', {mark})",
+                   (str(FORMAT_VERSION),))
+    elif str(found[0]) == "1":
+        legacy.convert(db, dialect)
+        db.execute(f"UPDATE history_meta SET value = {mark} WHERE key = 'format_version'",
+                   (str(FORMAT_VERSION),))
+        found = (str(FORMAT_VERSION),)
+    return found
 
 
 def _first_line(error: BaseException) -> str:
