@@ -214,7 +214,10 @@ def test_a_format_2_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
         store.put({"exp.id": "fourth", "exp.model": "vgg16"})
     db = sqlite3.connect(path)
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"meta", "experiments", "keys", "shapes", "exact", "results"}
+    assert tables == {"meta", "experiments", "keys", "shapes", "exact", "results_scalars",
+                      "results_series"}
+    assert db.execute("SELECT type FROM sqlite_master WHERE name = 'results'").fetchone() == (
+        "view",)
     assert db.execute("SELECT value FROM meta").fetchall() == [(str(FORMAT_VERSION),)]
     assert db.execute("SELECT updated FROM experiments ORDER BY seq LIMIT 1").fetchone() == (
         "2026-02-01T00:00:00+00:00",)

@@ -1,4 +1,4 @@
-"""Reading records back from the ``results`` table (:mod:`dlbench.results.store`).
+"""Reading records back from their tables (:mod:`dlbench.results.store`).
 
 A read is one SQLite read transaction, so it sees every experiment whole even while
 a runner writes. Only the columns of the keys wanted are read (a JSON column whose
@@ -28,6 +28,7 @@ from dlbench.results.memory import no_cyclic_gc
 from dlbench.results.query import match
 from dlbench.results.store.columns import (
     DECODERS,
+    JOINED,
     JSON,
     KEYS_COLUMNS,
     Key,
@@ -36,7 +37,7 @@ from dlbench.results.store.columns import (
 )
 from dlbench.results.store.where import where_sql
 
-_FROM = 'experiments AS e JOIN results AS r ON r."exp.id" = e.id'
+_FROM = JOINED
 
 #: Rows fetched at a time.
 _CHUNK = 10_000
@@ -67,8 +68,8 @@ class _Plan:
 
     def columns(self) -> str:
         parts = ["e.seq", "e.shape"]
-        parts += [f"r.{key.sql}" for key in self.read]
-        parts += [f"r.{key.sql} IS NOT NULL" for key in self.flags]
+        parts += [key.ref for key in self.read]
+        parts += [f"{key.ref} IS NOT NULL" for key in self.flags]
         return ", ".join(parts)
 
 

@@ -1,4 +1,4 @@
-"""A query (:mod:`dlbench.results.query`) as SQL over the ``results`` table's columns.
+"""A query (:mod:`dlbench.results.query`) as SQL over the columns of the records.
 
 The SQL keeps every row that may match; :func:`dlbench.results.query.match` then
 decides on the records built from those rows (:mod:`dlbench.results.store.read`), so
@@ -145,7 +145,7 @@ class _Column:
 
 
 def key_sql(key: str, condition: Any, info: Key | None, params: list[Any]) -> str:
-    """SQL over a row of ``results AS r`` joined to ``experiments AS e``: true for
+    """SQL over a record's row (:data:`~dlbench.results.store.columns.JOINED`): true for
     every row whose ``key`` may match ``condition`` (``info`` is the key's catalogue
     entry, None when no record has it)."""
     absent = match({}, {key: condition}) or _matches(None, condition)
@@ -153,7 +153,7 @@ def key_sql(key: str, condition: Any, info: Key | None, params: list[Any]) -> st
         return "1" if absent else "0"
     if not info.column:
         return "1"  # its values are all in exact
-    column = f"r.{info.sql}"
+    column = info.ref
     own: list[Any] = []
     if info.type in (INTEGER, REAL, TEXT):
         try:
