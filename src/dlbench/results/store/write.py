@@ -13,7 +13,7 @@ stored under a key is one value (so a report need not read the key to learn it):
 with that value in ``first``, 0 once two values differ, NULL (not known) once a
 record holding the key was replaced. Two values are one when their column holds the
 same thing and ``exact`` the same text (or nothing); ``first`` is the JSON text of
-``[column value, exact text or null]``.
+``[column value, null]`` or ``[null, exact text]``.
 """
 
 from __future__ import annotations
@@ -79,21 +79,21 @@ CREATE VIEW results AS SELECT r."exp.id" FROM results_scalars AS r
 def make_view(db: sqlite3.Connection) -> None:
     """(Re)make the view ``results``: ``exp.id`` and a column per key, in the order the
     keys were first stored, as the one table of format 3 had them."""
-    refs = ['r."exp.id"']
-    series = False
-    for row in db.execute(f"SELECT {KEYS_COLUMNS} FROM keys ORDER BY id"):
-        key = key_from_row(row)
-        if key.column and key.name != "exp.id":
-            refs.append(key.ref)
-            series = series or key.table == SERIES_TABLE
-    rows = ROWS if series else f"{SCALARS_TABLE} AS r"
+    keys = [key for key in map(key_from_row, db.execute(
+        f"SELECT {KEYS_COLUMNS} FROM keys ORDER BY id")) if key.column and key.name != "exp.id"]
+    names = ", ".join([quoted("exp.id"), *(key.sql for key in keys)])
+    refs = ", ".join(['r."exp.id"', *(key.ref for key in keys)])
+    rows = ROWS if any(key.table == SERIES_TABLE for key in keys) else f"{SCALARS_TABLE} AS r"
     db.execute("DROP VIEW IF EXISTS results")
-    db.execute(f"CREATE VIEW results AS SELECT {', '.join(refs)} FROM {rows}")
+    # (SQLite 3.40 names a view's column "true" or "false" columnN whatever it is
+    # told: a key of that name is so named in the view, rightly in its table.)
+    db.execute(f"CREATE VIEW results ({names}) AS SELECT {refs} FROM {rows}")
 
 
 def form(written: Any, exact: str | None) -> str:
-    """What ``keys.first`` keeps of a value: its column's value and its ``exact`` text."""
-    return json.dumps([written, exact], separators=(",", ":"))
+    """What ``keys.first`` keeps of a value: its ``exact`` text where it has one (which
+    says it all), else what its column holds."""
+    return json.dumps([None if exact is not None else written, exact], separators=(",", ":"))
 
 
 def _now() -> str:
