@@ -41,7 +41,6 @@ from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import Store
 from dlbench.results.store.columns import (
     INTEGER,
-    JOINED,
     JSON,
     REAL,
     ROWS,
@@ -161,7 +160,9 @@ class StoreArrays:
         #: The rows every read scans, and the condition on ``exact``'s rows: the
         #: experiments ``where`` selects are all there is here, so a query choosing
         #: 1 record in 100 reads 1 row in 100 of each column.
-        self._rows = JOINED
+        #: The records a scan of columns reads, in seq order (``ORDER BY r.seq``): the
+        #: tables of the records alone, not joined to ``experiments`` row by row.
+        self._rows = ROWS
         #: The experiments alone (their seq, shape and status), or those chosen.
         self._experiments = "experiments AS e"
         self._in_exact = ""
@@ -173,9 +174,8 @@ class StoreArrays:
             self._db.executemany("INSERT INTO temp.arrays_chosen (seq) VALUES (?)",
                                  [(seq,) for seq in chosen])
             self._rows = (
-                "temp.arrays_chosen AS c JOIN experiments AS e ON e.seq = c.seq "
-                f"JOIN {SCALARS_TABLE} AS r ON r.seq = e.seq "
-                f"LEFT JOIN {SERIES_TABLE} AS j ON j.seq = e.seq")
+                f"temp.arrays_chosen AS c JOIN {SCALARS_TABLE} AS r ON r.seq = c.seq "
+                f"LEFT JOIN {SERIES_TABLE} AS j ON j.seq = c.seq")
             self._experiments = ("temp.arrays_chosen AS c JOIN experiments AS e "
                                  "ON e.seq = c.seq")
             self._in_exact = " AND seq IN (SELECT seq FROM temp.arrays_chosen)"
@@ -258,8 +258,7 @@ class StoreArrays:
             columns = ", ".join(f"COUNT({k.ref}), MIN({k.ref}), MAX({k.ref})"
                                 for k in part)
             # Every record, or those chosen.
-            scanned = ROWS if not self._in_exact else self._rows
-            (row,) = self._query(f"SELECT {columns} FROM {scanned}")
+            (row,) = self._query(f"SELECT {columns} FROM {self._rows}")
             for index, key in enumerate(part):
                 count, low, high = row[3 * index:3 * index + 3]
                 held = int(shape_counts[self.shape_has(key.name)].sum())
@@ -298,7 +297,7 @@ class StoreArrays:
         if not keys:
             return
         columns = ", ".join(key.ref for key in keys)
-        rows = self._query(f"SELECT {columns} FROM {self._rows} ORDER BY e.seq")
+        rows = self._query(f"SELECT {columns} FROM {self._rows} ORDER BY r.seq")
         if len(rows) != self._all_seqs.size:
             raise ResultsError(f"{self.path}: the rows of results do not match the "
                                "experiments (the file was changed by hand?)")
@@ -353,7 +352,7 @@ class StoreArrays:
         if found is None:
             return [None] * size
         if found.column:
-            rows = self._query(f"SELECT {found.ref} FROM {self._rows} ORDER BY e.seq")
+            rows = self._query(f"SELECT {found.ref} FROM {self._rows} ORDER BY r.seq")
             if len(rows) != size:
                 raise ResultsError(f"{self.path}: the rows of results do not match the "
                                    "experiments (the file was changed by hand?)")
@@ -462,7 +461,7 @@ class StoreArrays:
                 part = seqs[start:start + 500]
                 marks = ", ".join("?" * len(part))
                 rows = dict(self._query(
-                    f"SELECT e.seq, {found.ref} FROM {JOINED} WHERE e.seq IN ({marks})",
+                    f"SELECT r.seq, {found.ref} FROM {ROWS} WHERE r.seq IN ({marks})",
                     part))
                 decoded = decode_column([rows.get(seq) for seq in part], found.type)
                 out[start:start + len(part)] = decoded
@@ -487,7 +486,7 @@ class StoreArrays:
             # A column of numbers, converted by NumPy (NULL is NaN); a value it does not
             # hold exactly is in exact.
             rows = self._query(f"SELECT CASE WHEN typeof({found.ref}) IN ('integer', 'real') "
-                               f"THEN {found.ref} END FROM {self._rows} ORDER BY e.seq")
+                               f"THEN {found.ref} END FROM {self._rows} ORDER BY r.seq")
             if len(rows) != self._all_seqs.size:
                 raise ResultsError(f"{self.path}: the rows of results do not match the "
                                    "experiments (the file was changed by hand?)")

@@ -229,8 +229,8 @@ ROWS = f"{SCALARS_TABLE} AS r LEFT JOIN {SERIES_TABLE} AS j ON j.seq = r.seq"
 
 #: The records with their bookkeeping (``e``), as reads join them (SQLite leaves out
 #: the join to ``j`` where no column of it is read: ``seq`` is its key).
-JOINED = (f"experiments AS e JOIN {SCALARS_TABLE} AS r ON r.seq = e.seq "
-          f"LEFT JOIN {SERIES_TABLE} AS j ON j.seq = e.seq")
+JOINED = (f"{SCALARS_TABLE} AS r JOIN experiments AS e ON e.seq = r.seq "
+          f"LEFT JOIN {SERIES_TABLE} AS j ON j.seq = r.seq")
 
 
 def key_from_row(row: tuple[Any, ...]) -> Key:

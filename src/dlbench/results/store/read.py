@@ -168,7 +168,7 @@ class Reader:
             else:
                 chosen, condition, params = None, "1", []
             order = self._db.execute(
-                f"SELECT e.seq, e.shape FROM {_FROM} WHERE {condition} ORDER BY e.seq",
+                f"SELECT e.seq, e.shape FROM {_FROM} WHERE {condition} ORDER BY r.seq",
                 params).fetchall()
             if chosen is not None:
                 order = [row for row in order if row[0] in chosen]
@@ -219,7 +219,7 @@ class Reader:
                 plan.read.append(key)
         exact = self._exact(plan)
         cursor = self._db.execute(
-            f"SELECT {plan.columns()} FROM {_FROM} WHERE {condition} ORDER BY e.seq", params)
+            f"SELECT {plan.columns()} FROM {_FROM} WHERE {condition} ORDER BY r.seq", params)
         out: list[tuple[int, dict[str, Any]]] = []
         with no_cyclic_gc():
             # A chunk of rows at a time: only the records built are held, not every

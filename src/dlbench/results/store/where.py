@@ -169,7 +169,7 @@ def key_sql(key: str, condition: Any, info: Key | None, params: list[Any]) -> st
         return "1"
     params.extend(own)
     return (f"(CASE WHEN {column} IS NULL THEN {int(absent)} ELSE {native} END "
-            f"OR e.seq IN (SELECT seq FROM exact WHERE key = {info.id}))")
+            f"OR r.seq IN (SELECT seq FROM exact WHERE key = {info.id}))")
 
 
 def where_sql(query: Mapping[str, Any], keys: Mapping[str, Key]) -> tuple[str, list[Any]]:
