@@ -43,7 +43,7 @@ from typing import Any
 from dlbench.errors import ResultsError
 from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import legacy
-from dlbench.results.store.read import Reader, Survey, map_file
+from dlbench.results.store.read import Reader, Survey
 from dlbench.results.store.where import register
 from dlbench.results.store.write import SCHEMA, Writer
 
@@ -138,8 +138,6 @@ class Store:
             self._db.close()
             raise
         register(self._db)
-        if self.read_only:
-            map_file(self._db)
         self._reader = Reader(self._db, self.path)
 
     @classmethod

@@ -49,7 +49,7 @@ from dlbench.results.store.columns import (
     Key,
     decode_column,
 )
-from dlbench.results.store.read import Reader, map_file
+from dlbench.results.store.read import Reader
 from dlbench.results.store.where import register
 from dlbench.results.store.write import SCHEMA, Writer
 
@@ -112,7 +112,6 @@ class StoreArrays:
         self.stored_ids = True
         try:
             register(self._db)
-            map_file(self._db)
             self._db.execute("BEGIN")  # one snapshot for every read below
             self._open(where)
         except sqlite3.Error as exc:

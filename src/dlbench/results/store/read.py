@@ -42,16 +42,6 @@ _FROM = JOINED
 #: Rows fetched at a time.
 _CHUNK = 10_000
 
-#: How much of the file a read-only connection maps into memory (SQLite caps it, at
-#: 2 GB as Python ships it): pages read where they lie instead of copied one by one,
-#: which makes a scan of the scalars up to twice as fast. Writers do not map the file.
-MMAP_BYTES = 1 << 40
-
-
-def map_file(db: sqlite3.Connection) -> None:
-    """Let the read-only connection ``db`` read the store's file mapped into memory."""
-    db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-
 @dataclass
 class Survey:
     """What the records a query selects hold, found before building them whole."""
