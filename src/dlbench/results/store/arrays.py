@@ -173,10 +173,12 @@ class StoreArrays:
             self._db.execute("DELETE FROM temp.arrays_chosen")
             self._db.executemany("INSERT INTO temp.arrays_chosen (seq) VALUES (?)",
                                  [(seq,) for seq in chosen])
+            # CROSS JOIN: the chosen rows first, each looked up (left to itself,
+            # SQLite scans every row of the table to follow ORDER BY).
             self._rows = (
-                f"temp.arrays_chosen AS c JOIN {SCALARS_TABLE} AS r ON r.seq = c.seq "
+                f"temp.arrays_chosen AS c CROSS JOIN {SCALARS_TABLE} AS r ON r.seq = c.seq "
                 f"LEFT JOIN {SERIES_TABLE} AS j ON j.seq = c.seq")
-            self._experiments = ("temp.arrays_chosen AS c JOIN experiments AS e "
+            self._experiments = ("temp.arrays_chosen AS c CROSS JOIN experiments AS e "
                                  "ON e.seq = c.seq")
             self._in_exact = " AND seq IN (SELECT seq FROM temp.arrays_chosen)"
         # Two integers per experiment, as two texts NumPy parses: a million rows
