@@ -281,7 +281,9 @@ class StoreArrays:
     def _exact_keys(self) -> set[int]:
         """The ids of the keys with values in ``exact``."""
         if self._exact_ids is None:
-            self._exact_ids = {row[0] for row in self._query("SELECT DISTINCT key FROM exact")}
+            # A look-up per key in exact's index, not a walk of all of it.
+            self._exact_ids = {row[0] for row in self._query(
+                "SELECT id FROM keys WHERE EXISTS (SELECT 1 FROM exact WHERE key = keys.id)")}
         return self._exact_ids
 
     def _survey_exact(self, keys: list[Key]) -> None:

@@ -129,7 +129,10 @@ class Reader:
 
     def selected(self, where: Mapping[str, Any], catalogue: dict[str, Key]) -> list[int]:
         """The ``seq`` of the experiments ``where`` selects, in order (inside a read)."""
-        condition, params = where_sql(where, catalogue)
+        named = [catalogue[key].id for key in where if key in catalogue]
+        exact = {key_id for key_id in named if self._db.execute(
+            "SELECT EXISTS (SELECT 1 FROM exact WHERE key = ?)", (key_id,)).fetchone()[0]}
+        condition, params = where_sql(where, catalogue, exact)
         rows = self._read(condition, params, catalogue, set(where), True)
         return [seq for seq, record in rows if match(record, where)]
 
