@@ -313,8 +313,8 @@ def _as_format3(path: Path) -> None:
         types = {column: kind for column, kind in
                  db.execute("SELECT column_name, type FROM keys ORDER BY id")}
         names = ["exp.id", *(name for name in types if name != "exp.id")]
-        columns = ", ".join(f'"{n}" {types[n]}' + (" NOT NULL UNIQUE" if n == "exp.id" else "")
-                            for n in names)
+        columns = ", ".join(f'"{n}" {types.get(n, "TEXT")}'  # an empty store: no keys
+                            + (" NOT NULL UNIQUE" if n == "exp.id" else "") for n in names)
         db.execute("BEGIN")
         db.execute(f"CREATE TABLE results_v3 ({columns})")
         db.execute("INSERT INTO results_v3 SELECT * FROM results ORDER BY rowid")
@@ -374,3 +374,21 @@ def test_a_format_3_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
     with Store(old) as store:
         store.put({"exp.id": "fifth", "exp.model": "m"})
         assert len(store) == 5 and _same(store.records()[:4], records)
+
+
+def test_an_empty_format_3_store_is_converted_and_takes_records(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite"
+    with Store(path):
+        pass
+    _as_format3(path)
+    with Store(path, create=False) as store:
+        assert len(store) == 0 and store.records() == []
+    with Store(path) as store:
+        store.put({"exp.id": "a", "x": [1]})
+        assert store.records() == [{"exp.id": "a", "x": [1]}]
+    assert _single(path) == {"exp.id": (1, '["a",null]'), "x": (1, '["[1]",null]')}
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("SELECT * FROM results").fetchall() == [("a", "[1]")]
+    finally:
+        db.close()
