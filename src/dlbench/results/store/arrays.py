@@ -308,10 +308,11 @@ class StoreArrays:
         if len(rows) != self._all_seqs.size:
             raise ResultsError(f"{self.path}: the rows of results do not match the "
                                "experiments (the file was changed by hand?)")
-        for index, column in enumerate(zip(*rows, strict=True) if rows else [()] * len(keys)):
-            key = keys[index]
+        for index, key in enumerate(keys):
+            # A list per column (zip(*rows) over a million rows is four times slower).
+            column = [row[index] for row in rows]
             try:
-                self._values[key.name] = decode_column(list(column), key.type)
+                self._values[key.name] = decode_column(column, key.type)
             except ValueError as exc:
                 raise ResultsError(f"{self.path}: a stored value of {key.name} is corrupt"
                                    ) from exc
