@@ -214,7 +214,10 @@ def test_a_format_2_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
         store.put({"exp.id": "fourth", "exp.model": "vgg16"})
     db = sqlite3.connect(path)
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"meta", "experiments", "keys", "shapes", "exact", "results"}
+    assert tables == {"meta", "experiments", "keys", "shapes", "exact", "results_scalars",
+                      "results_series"}
+    assert db.execute("SELECT type FROM sqlite_master WHERE name = 'results'").fetchone() == (
+        "view",)
     assert db.execute("SELECT value FROM meta").fetchall() == [(str(FORMAT_VERSION),)]
     assert db.execute("SELECT updated FROM experiments ORDER BY seq LIMIT 1").fetchone() == (
         "2026-02-01T00:00:00+00:00",)
@@ -226,3 +229,166 @@ def test_a_format_2_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
     db.close()
     with Store(path) as store:
         assert len(store) == 4 and _same(store.records()[:3], records)
+
+
+def _single(path: Path) -> dict[str, tuple[Any, Any]]:
+    """``keys.single`` and ``keys.first`` of each key, by name."""
+    db = sqlite3.connect(path)
+    try:
+        return {name: (single, first) for name, single, first in
+                db.execute("SELECT name, single, first FROM keys ORDER BY id")}
+    finally:
+        db.close()
+
+
+def test_keys_say_whether_a_key_holds_one_value_as_records_are_written(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        store.put({"exp.id": "a", "x": 1, "nan": math.nan, "t": [1.5], "n": None})
+        # first: [what its column holds, null] or [null, its exact text]
+        assert _single(path) == {"exp.id": (1, '["a",null]'), "x": (1, "[1,null]"),
+                                 "nan": (1, '[null,"NaN"]'), "t": (1, '["[1.5]",null]'),
+                                 "n": (1, "[null,null]")}
+        store.put({"exp.id": "b", "x": 1, "nan": math.nan, "t": [1.5], "n": None})
+        assert _single(path)["x"] == (1, "[1,null]") and _single(path)["t"][0] == 1
+        store.put({"exp.id": "c", "x": 2, "nan": 0.5, "t": [1.5], "n": 0})
+        after = _single(path)
+        # x, nan (a number after NaN) and n (0 after null) now vary; t does not.
+        assert [after[k][0] for k in ("exp.id", "x", "nan", "t", "n")] == [0, 0, 0, 1, 0]
+        # A record replaced: its keys' values may have been the ones that differed.
+        store.put({"exp.id": "c", "x": 1})
+        assert {k: v[0] for k, v in _single(path).items()} == {
+            "exp.id": None, "x": None, "nan": None, "t": None, "n": None}
+        store.put({"exp.id": "d", "x": 5, "new": True})
+        assert _single(path)["new"] == (1, "[1,null]") and _single(path)["x"][0] is None
+
+
+def test_a_key_known_to_vary_or_not_is_not_scanned_but_read_as_before(tmp_path: Path) -> None:
+    from dlbench.results.store.arrays import StoreArrays
+
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        store.put_many([{"exp.id": str(i), "m": "ab"[i % 2], "one": 7, "f": 1.0 if i else 1}
+                        for i in range(4)])
+    with StoreArrays(path) as arrays:
+        arrays.survey(["m", "one", "f"])
+        assert [arrays.info(k).single for k in ("m", "one", "f")] == [False, True, False]
+        assert arrays.first_value("one") == 7
+        assert arrays.codes("m").codes.tolist() == [0, 1, 0, 1]
+    # A selection where a key of two values holds one: surveyed on the rows chosen.
+    with StoreArrays(path, where={"m": "a"}) as arrays:
+        arrays.survey(["m", "one"])
+        assert arrays.info("m").single and arrays.first_value("m") == "a"
+        assert arrays.first_value("one") == 7 and len(arrays) == 2
+
+
+def test_results_is_a_view_of_a_column_per_key_in_the_order_first_stored(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        store.put({"exp.id": "a", "exp.model": "m", "results.time_data": [1.0, 2.0]})
+        store.put({"exp.id": "b", "results.time": 2.5, "exp.model": "n", "flag": True})
+    db = sqlite3.connect(path)
+    try:
+        cursor = db.execute("SELECT * FROM results")
+        assert [d[0] for d in cursor.description] == [
+            "exp.id", "exp.model", "results.time_data", "results.time", "flag"]
+        assert cursor.fetchall() == [("a", "m", "[1.0,2.0]", None, None),
+                                     ("b", "n", None, 2.5, 1)]
+        # The series live apart from the scalars, a row each keyed by the record's seq.
+        assert db.execute("SELECT * FROM results_series").fetchall() == [(1, "[1.0,2.0]")]
+        assert [d[1] for d in db.execute("PRAGMA table_info(results_scalars)")] == [
+            "seq", "exp.id", "exp.model", "results.time", "flag"]
+    finally:
+        db.close()
+
+
+def _as_format3(path: Path) -> None:
+    """Turn a store of this format into format 3's layout: one table ``results``
+    (``exp.id`` and a column per key, in key order), ``keys`` without ``single`` and
+    ``first``."""
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        types = {column: kind for column, kind in
+                 db.execute("SELECT column_name, type FROM keys ORDER BY id")}
+        names = ["exp.id", *(name for name in types if name != "exp.id")]
+        columns = ", ".join(f'"{n}" {types.get(n, "TEXT")}'  # an empty store: no keys
+                            + (" NOT NULL UNIQUE" if n == "exp.id" else "") for n in names)
+        db.execute("BEGIN")
+        db.execute(f"CREATE TABLE results_v3 ({columns})")
+        db.execute("INSERT INTO results_v3 SELECT * FROM results ORDER BY rowid")
+        db.execute("DROP VIEW results")
+        for table in ("results_scalars", "results_series"):
+            db.execute(f"DROP TABLE {table}")
+        db.execute("ALTER TABLE results_v3 RENAME TO results")
+        for column in ("single", "first"):
+            db.execute(f"ALTER TABLE keys DROP COLUMN {column}")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'format_version'")
+        db.execute("COMMIT")
+    finally:
+        db.close()
+
+
+def test_a_format_3_store_is_converted_with_every_kind_of_value(tmp_path: Path) -> None:
+    records = [
+        ODD,
+        {"exp.id": "second", "nan": math.nan, "negzero": -0.0, "int": 3.0, "true": 1,
+         "list": [1, [2, {"a": None}]], "dict": None, "text_number": "16"},
+        {"exp.id": "third", "exp.status": "failure", "int": 3, "empty": "", "nan": math.nan},
+        {"exp.id": "fourth", "results.time": 2.5, "exp.model": "m"},
+    ]
+    direct, old = tmp_path / "direct.sqlite", tmp_path / "old.sqlite"
+    for path in (direct, old):
+        with Store(path) as store:
+            store.put_many(records[:2])
+            store.put_many(records[2:])
+    _as_format3(old)
+    db = sqlite3.connect(old)
+    assert db.execute("SELECT type FROM sqlite_master WHERE name = 'results'").fetchone() == (
+        "table",)
+    db.close()
+    # A reader opening it read-only converts it, once, as format 1 and 2 stores are.
+    with Store(old, create=False) as store:
+        back = store.records()
+        assert [list(r) for r in back] == [list(r) for r in records]
+        assert _same(back, records)
+        assert store.statuses() == {"third": "failure"}
+        assert store.records(where={"int": 3}, keys=["exp.id"]) == [
+            {"exp.id": "odd"}, {"exp.id": "second"}, {"exp.id": "third"}]
+    # What the writer keeps of each key is what the conversion found in SQL (the
+    # first value, where a key holds one).
+    assert ({k: v if v[0] else v[0] for k, v in _single(old).items()}
+            == {k: v if v[0] else v[0] for k, v in _single(direct).items()})
+    assert _single(old)["big"] == (1, '[null,"1180591620717411303424"]')
+    assert _single(old)["nan"] == (1, '[null,"NaN"]')  # NaN in every record holding it
+    assert _single(old)["int"][0] == 0  # 3, then 3.0: one value to Python, not to JSON
+    assert _single(old)["exp.model"] == (1, '["m",null]')
+    db = sqlite3.connect(old)
+    try:
+        assert db.execute("SELECT value FROM meta").fetchall() == [(str(FORMAT_VERSION),)]
+        assert db.execute("SELECT * FROM results").fetchall() == sqlite3.connect(
+            direct).execute("SELECT * FROM results").fetchall()
+    finally:
+        db.close()
+    with Store(old) as store:
+        store.put({"exp.id": "fifth", "exp.model": "m"})
+        assert len(store) == 5 and _same(store.records()[:4], records)
+
+
+def test_an_empty_format_3_store_is_converted_and_takes_records(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite"
+    with Store(path):
+        pass
+    _as_format3(path)
+    with Store(path, create=False) as store:
+        assert len(store) == 0 and store.records() == []
+    with Store(path) as store:
+        store.put({"exp.id": "a", "x": [1]})
+        assert store.records() == [{"exp.id": "a", "x": [1]}]
+    assert _single(path) == {"exp.id": (1, '["a",null]'), "x": (1, '["[1]",null]')}
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("SELECT * FROM results").fetchall() == [("a", "[1]")]
+    finally:
+        db.close()

@@ -358,10 +358,12 @@ def columnar_table_report(arrays: StoreArrays, report_type: str, target: str = T
     if report_type not in TABLE_KINDS:
         raise ValueError(f"unknown report type {report_type!r}; accepted: {tuple(TABLE_KINDS)}")
     kind = TABLE_KINDS[report_type]
-    # Which of the keys the report may read hold one value everywhere (one scan), and
-    # the values of those that vary (one more); the ids and log files, which differ
-    # everywhere, are read only for the few records a warning names.
-    arrays.survey(table_report_keys(target), unread=("exp.id", "exp.log_file", target))
+    # Which of the keys the report may read hold one value everywhere (the store
+    # knows, or one scan), and the values of those that vary (one scan); the ids and
+    # log files, which differ everywhere, are read only for the few records a warning
+    # names, and exp.status only where the experiments table says it is not ok.
+    arrays.survey(table_report_keys(target),
+                  unread=("exp.id", "exp.log_file", "exp.status", target))
     positions, values, warnings = _usable(arrays, target)
     data = _Usable(arrays, positions)
     data.fill()

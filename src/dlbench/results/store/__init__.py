@@ -8,18 +8,23 @@ either whole or not at all, and WAL mode with a busy timeout lets several runner
 processes (one per node, or a resumed run next to a report) share the file while readers
 read. Beside ``results``, dlbench keeps what gives back each record exactly as it was
 written: ``experiments`` (its position ``seq``, status, time written and *shape*: which
-keys it has, in which order), ``keys`` (each key's column and type), ``shapes``, and
-``exact`` (the values a column does not hold exactly: NaN, ``1`` in a column of floats,
-a list where numbers are expected). Format history (``meta.format_version``): 1.
-``experiments(id TEXT PRIMARY KEY, seq INTEGER UNIQUE, status TEXT, updated TEXT, record
-TEXT)``; ``seq`` keeps first-insertion order, ``record`` is the JSON record. 2.
-``experiments(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, status, updated, shape)``,
-``keys(id, name, kinds, first, constant)``, ``shapes(id, keys)`` (the JSON list of key
-ids in record order), and a narrow table per key, ``v_<key id>(seq, v)`` and ``s_<key
-id>(seq, v)``: readable by dlbench only. 3. One wide table ``results`` (``exp.id`` and a
-column per key), ``experiments(seq, id, status, updated, shape)``, ``keys(id, name,
-column_name, type)``, ``shapes(id, keys)``, ``exact(seq, key, value)``. Stores of
-formats 1 and 2 are converted when they are opened, in one transaction
+keys it has, in which order), ``keys`` (each key's column and type, and whether every
+value stored under it is one value), ``shapes``, and ``exact`` (the values a column
+does not hold exactly: NaN, ``1`` in a column of floats, a list where numbers are
+expected). Format history (``meta.format_version``): 1. ``experiments(id TEXT PRIMARY
+KEY, seq INTEGER UNIQUE, status TEXT, updated TEXT, record TEXT)``; ``seq`` keeps
+first-insertion order, ``record`` is the JSON record. 2. ``experiments(seq INTEGER
+PRIMARY KEY, id TEXT UNIQUE, status, updated, shape)``, ``keys(id, name, kinds, first,
+constant)``, ``shapes(id, keys)`` (the JSON list of key ids in record order), and a
+narrow table per key, ``v_<key id>(seq, v)`` and ``s_<key id>(seq, v)``: readable by
+dlbench only. 3. One wide table ``results`` (``exp.id`` and a column per key),
+``experiments(seq, id, status, updated, shape)``, ``keys(id, name, column_name,
+type)``, ``shapes(id, keys)``, ``exact(seq, key, value)``. 4. As 3, but the columns
+live in ``results_scalars(seq, "exp.id", ...)`` (scalars) and ``results_series(seq,
+...)`` (lists and dicts), ``results`` being the view that joins them, so that a scan
+of the scalars does not read the series' pages; ``keys`` gains ``single`` and
+``first`` (:mod:`dlbench.results.store.write`). Stores of formats 1, 2 and 3 are
+converted when they are opened, in one transaction
 (:mod:`dlbench.results.store.legacy`). Example:: with Store.in_directory("runs/sweep1")
 as store: store.put({"exp.id": "a1b2", "exp.status": "ok", "results.time": 41.7}) fast =
 store.records(where={"results.time": {"$lt": 50}}, series=False)
@@ -47,7 +52,7 @@ __all__ = ["FORMAT_VERSION", "STORE_FILENAME", "Store", "Survey"]
 STORE_FILENAME = "results.sqlite"
 
 #: The newest store format this code reads and writes (see the module's history).
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 #: How long a writer waits for another process's transaction before giving up.
 _BUSY_TIMEOUT_S = 60.0
@@ -198,14 +203,20 @@ class Store:
         _make_tables(self._db)
 
     def _migrate(self) -> None:
-        """Convert a store of format 1 or 2 to this layout, in one transaction: a
+        """Convert a store of format 1, 2 or 3 to this layout, in one transaction: a
         reader sees the old store or the new one, never half of each. The old records
-        are read a chunk at a time, so memory stays bounded."""
+        are read a chunk at a time, so memory stays bounded; format 3's are moved in
+        SQL."""
         try:
             with self._transaction():
                 version = self._version()
                 if version == FORMAT_VERSION:
                     return  # another process converted it while we waited for the lock
+                if version == 3:
+                    legacy.convert_format3(self._db)
+                    self._db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
+                                     (str(FORMAT_VERSION),))
+                    return
                 for table in ("experiments", "keys", "shapes"):
                     if table in self._tables():
                         self._db.execute(f"ALTER TABLE {table} RENAME TO {table}_old")

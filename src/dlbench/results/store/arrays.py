@@ -3,7 +3,7 @@
 :mod:`dlbench.results.store.read` builds a dict per record; over a million records
 that costs seconds and gigabytes before any arithmetic starts. Here a key comes back
 as NumPy arrays aligned with the selected experiments (in ``seq`` order), read from
-its one column of ``results`` (and the rare values of ``exact``):
+its one column (and the rare values of ``exact``):
 
 - which experiments have a key is read from their shapes (one short text per store);
 - a key of a few distinct values comes back as small integer codes, and the list of
@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sqlite3
@@ -38,7 +39,16 @@ import numpy as np
 from dlbench.errors import ResultsError
 from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import Store
-from dlbench.results.store.columns import INTEGER, JSON, REAL, Key, decode_column
+from dlbench.results.store.columns import (
+    INTEGER,
+    JSON,
+    REAL,
+    ROWS,
+    SCALARS_TABLE,
+    SERIES_TABLE,
+    Key,
+    decode_column,
+)
 from dlbench.results.store.read import Reader
 from dlbench.results.store.where import register
 from dlbench.results.store.write import SCHEMA, Writer
@@ -150,7 +160,11 @@ class StoreArrays:
         #: The rows every read scans, and the condition on ``exact``'s rows: the
         #: experiments ``where`` selects are all there is here, so a query choosing
         #: 1 record in 100 reads 1 row in 100 of each column.
-        self._rows = 'experiments AS e JOIN results AS r ON r."exp.id" = e.id'
+        #: The records a scan of columns reads, in seq order (``ORDER BY r.seq``): the
+        #: tables of the records alone, not joined to ``experiments`` row by row.
+        self._rows = ROWS
+        #: The experiments alone (their seq, shape and status), or those chosen.
+        self._experiments = "experiments AS e"
         self._in_exact = ""
         if where:
             chosen = reader.selected(where, self._keys)
@@ -159,12 +173,21 @@ class StoreArrays:
             self._db.execute("DELETE FROM temp.arrays_chosen")
             self._db.executemany("INSERT INTO temp.arrays_chosen (seq) VALUES (?)",
                                  [(seq,) for seq in chosen])
-            self._rows = f"temp.arrays_chosen AS c JOIN {self._rows} AND e.seq = c.seq"
+            # CROSS JOIN: the chosen rows first, each looked up (left to itself,
+            # SQLite scans every row of the table to follow ORDER BY).
+            self._rows = (
+                f"temp.arrays_chosen AS c CROSS JOIN {SCALARS_TABLE} AS r ON r.seq = c.seq "
+                f"LEFT JOIN {SERIES_TABLE} AS j ON j.seq = c.seq")
+            self._experiments = ("temp.arrays_chosen AS c CROSS JOIN experiments AS e "
+                                 "ON e.seq = c.seq")
             self._in_exact = " AND seq IN (SELECT seq FROM temp.arrays_chosen)"
-        rows = self._db.execute(f"SELECT e.seq, e.shape FROM {self._rows} ORDER BY e.seq"
-                                ).fetchall()
-        self._all_seqs = np.array([row[0] for row in rows], dtype=np.int64)
-        all_shapes = np.array([row[1] for row in rows], dtype=np.int64)
+        # Two integers per experiment, as two texts NumPy parses: a million rows
+        # fetched as Python tuples would cost a second.
+        texts = self._db.execute(
+            "SELECT group_concat(seq), group_concat(shape) FROM "
+            f"(SELECT e.seq AS seq, e.shape AS shape FROM {self._experiments} "
+            "ORDER BY e.seq)").fetchone()
+        self._all_seqs, all_shapes = (_integers(text) for text in texts)
         self._mask: np.ndarray | None = None
         self.seqs = self._selected(self._all_seqs)
         # Shapes numbered 0..k-1 (few: one per kind of record in a sweep), so that
@@ -179,6 +202,11 @@ class StoreArrays:
         self._values: dict[str, list[Any]] = {}
         self._infos: dict[str, KeyInfo] = {}
         self._exact_ids: set[int] | None = None
+        #: key id → (single, first) as the writer keeps them (:mod:`~dlbench.results.
+        #: store.write`), over every record stored.
+        self._single: dict[int, tuple[Any, Any]] = {
+            int(row[0]): (row[1], row[2])
+            for row in self._db.execute("SELECT id, single, first FROM keys")}
 
     def __len__(self) -> int:
         return int(self.seqs.size)
@@ -200,27 +228,42 @@ class StoreArrays:
 
     def survey(self, keys: Sequence[str], unread: Collection[str] = ()) -> None:
         """Find out which of ``keys`` hold one value everywhere (what :meth:`info`
-        says) in one scan of ``results`` for all of them, not a read of each key's
-        values: per column, how many values are not NULL, and their least and
-        greatest. A key none of whose values is in ``exact`` has every value of its
-        column's one type (``columns._fits``), so least equal to greatest is one value
-        (one JSON text, one list). Keys with values in ``exact`` are surveyed there
-        where every value is; those without a column are left to :meth:`info`. Then
-        the values of the scalar keys that vary, less ``unread``, are read in one
+        says) without reading each key's values. The writer keeps, per key, whether
+        every value stored is one (``keys.single``): one value in the store is one
+        value in any selection of it; values that differ in the store, none of them in
+        ``exact``, differ everywhere when nothing is selected. The others are found in
+        one scan for all of them: per column, how many values are not NULL, and their
+        least and greatest. A key none of whose values is in ``exact`` has every value
+        of its column's one type (``columns._fits``), so least equal to greatest is one
+        value (one JSON text, one list). Keys with values in ``exact`` are surveyed
+        there where every value is; those without a column are left to :meth:`info`.
+        Then the values of the scalar keys that vary, less ``unread``, are read in one
         more scan."""
         exact = self._exact_keys()
         asked = [self._keys[k] for k in dict.fromkeys(keys)
                  if k in self._keys and k not in self._infos]
-        self._survey_exact([k for k in asked if k.id in exact])
-        todo = [k for k in asked if k.column and k.id not in exact]
         shape_counts = np.bincount(self._all_shape_index, minlength=len(self._shape_keys))
+        unknown = []
+        for key in asked:
+            single, first = self._single.get(key.id, (None, None))
+            held = int(shape_counts[self.shape_has(key.name)].sum())
+            if held and single == 1:
+                value = json.loads(first)
+                self._infos[key.name] = KeyInfo(key.name, True, json.loads(value[1])
+                                                if value[1] is not None
+                                                else decode_column([value[0]], key.type)[0])
+            elif held and single == 0 and not self._in_exact and key.id not in exact:
+                self._infos[key.name] = KeyInfo(key.name, False, None)
+            else:
+                unknown.append(key)
+        self._survey_exact([k for k in unknown if k.id in exact])
+        todo = [k for k in unknown if k.column and k.id not in exact]
         for start in range(0, len(todo), _SURVEYED):
             part = todo[start:start + _SURVEYED]
-            columns = ", ".join(f"COUNT(r.{k.sql}), MIN(r.{k.sql}), MAX(r.{k.sql})"
+            columns = ", ".join(f"COUNT({k.ref}), MIN({k.ref}), MAX({k.ref})"
                                 for k in part)
-            # Every row of results, or those chosen.
-            scanned = "results AS r" if not self._in_exact else self._rows
-            (row,) = self._query(f"SELECT {columns} FROM {scanned}")
+            # Every record, or those chosen.
+            (row,) = self._query(f"SELECT {columns} FROM {self._rows}")
             for index, key in enumerate(part):
                 count, low, high = row[3 * index:3 * index + 3]
                 held = int(shape_counts[self.shape_has(key.name)].sum())
@@ -231,13 +274,16 @@ class StoreArrays:
                     single, first = True, decode_column([low], key.type)[0]
                 self._infos[key.name] = KeyInfo(key.name, single, first)
         # Lists and dicts are read when they are asked for (their texts decoded).
-        self._read_columns([k for k in todo if not self._infos[k.name].single
+        self._read_columns([k for k in asked if k.column and k.id not in exact
+                            and not self._infos[k.name].single
                             and k.name not in unread and k.type != JSON])
 
     def _exact_keys(self) -> set[int]:
         """The ids of the keys with values in ``exact``."""
         if self._exact_ids is None:
-            self._exact_ids = {row[0] for row in self._query("SELECT DISTINCT key FROM exact")}
+            # A look-up per key in exact's index, not a walk of all of it.
+            self._exact_ids = {row[0] for row in self._query(
+                "SELECT id FROM keys WHERE EXISTS (SELECT 1 FROM exact WHERE key = keys.id)")}
         return self._exact_ids
 
     def _survey_exact(self, keys: list[Key]) -> None:
@@ -257,15 +303,16 @@ class StoreArrays:
         """Read the values of ``keys`` (with columns, none in ``exact``) in one scan."""
         if not keys:
             return
-        columns = ", ".join(f"r.{key.sql}" for key in keys)
-        rows = self._query(f"SELECT {columns} FROM {self._rows} ORDER BY e.seq")
+        columns = ", ".join(key.ref for key in keys)
+        rows = self._query(f"SELECT {columns} FROM {self._rows} ORDER BY r.seq")
         if len(rows) != self._all_seqs.size:
             raise ResultsError(f"{self.path}: the rows of results do not match the "
                                "experiments (the file was changed by hand?)")
-        for index, column in enumerate(zip(*rows, strict=True) if rows else [()] * len(keys)):
-            key = keys[index]
+        for index, key in enumerate(keys):
+            # A list per column (zip(*rows) over a million rows is four times slower).
+            column = [row[index] for row in rows]
             try:
-                self._values[key.name] = decode_column(list(column), key.type)
+                self._values[key.name] = decode_column(column, key.type)
             except ValueError as exc:
                 raise ResultsError(f"{self.path}: a stored value of {key.name} is corrupt"
                                    ) from exc
@@ -313,7 +360,7 @@ class StoreArrays:
         if found is None:
             return [None] * size
         if found.column:
-            rows = self._query(f"SELECT r.{found.sql} FROM {self._rows} ORDER BY e.seq")
+            rows = self._query(f"SELECT {found.ref} FROM {self._rows} ORDER BY r.seq")
             if len(rows) != size:
                 raise ResultsError(f"{self.path}: the rows of results do not match the "
                                    "experiments (the file was changed by hand?)")
@@ -345,24 +392,28 @@ class StoreArrays:
             full = np.where(present_all, 0, len(one) - 1).astype(np.int64)
             return KeyCodes(self._selected(full), one, self._selected(present_all))
         all_values = self._all_values(key)
-        held = [v for v, p in zip(all_values, present_all.tolist(), strict=True) if p]
+        held = (all_values if present_all.all()
+                else list(itertools.compress(all_values, present_all.tolist())))
         index: dict[Any, int] = {}
         values: list[Any] = []
-        if types_are_ints(held):
-            values = sorted(set(held))
-            index = {(int, v): i for i, v in enumerate(values)}
+        ints = types_are_ints(held)
         found = self._keys[key]
         if found.column and found.type != JSON and found.id not in self._exact_keys():
             # Every value is of the column's one type, or None: a dict tells them apart
-            # as their JSON texts do, without building a marker for each.
-            plain = {value: code for (_, value), code in index.items()}
-            codes = [plain.setdefault(v, len(plain)) for v in held]
+            # as their JSON texts do, without building a marker for each. Integers are
+            # numbered in order, anything else in the order first held; all at C speed.
+            distinct = sorted(set(held)) if ints else dict.fromkeys(held)
+            plain = {value: code for code, value in enumerate(distinct)}
+            codes = np.fromiter(map(plain.__getitem__, held), dtype=np.int64, count=len(held))
             values = list(plain)
             if None not in plain:
                 values.append(None)
             full = np.full(self._all_seqs.size, values.index(None), dtype=np.int64)
             full[present_all] = codes
             return KeyCodes(self._selected(full), values, self._selected(present_all))
+        if ints:
+            values = sorted(set(held))
+            index = {(int, v): i for i, v in enumerate(values)}
         for value in held:
             marker = _marker(value)
             if marker not in index:
@@ -390,8 +441,8 @@ class StoreArrays:
         if key == "exp.status" and key not in self._values:
             # The experiments table keeps the status as text: only the rows whose text
             # is not ``value`` can hold anything else, and only those are read.
-            rows = self._query(f"SELECT e.seq FROM {self._rows} WHERE e.status IS NOT ? "
-                               "ORDER BY e.seq", (value,))
+            rows = self._query(f"SELECT e.seq FROM {self._experiments} "
+                               "WHERE e.status IS NOT ? ORDER BY e.seq", (value,))
             candidates = np.searchsorted(self._all_seqs, [row[0] for row in rows])
         else:
             candidates = np.arange(self._all_seqs.size)
@@ -418,8 +469,8 @@ class StoreArrays:
                 part = seqs[start:start + 500]
                 marks = ", ".join("?" * len(part))
                 rows = dict(self._query(
-                    f'SELECT e.seq, r.{found.sql} FROM experiments AS e JOIN results AS r '
-                    f'ON r."exp.id" = e.id WHERE e.seq IN ({marks})', part))
+                    f"SELECT r.seq, {found.ref} FROM {ROWS} WHERE r.seq IN ({marks})",
+                    part))
                 decoded = decode_column([rows.get(seq) for seq in part], found.type)
                 out[start:start + len(part)] = decoded
         where = {seq: i for i, seq in enumerate(seqs)}
@@ -442,8 +493,8 @@ class StoreArrays:
         else:
             # A column of numbers, converted by NumPy (NULL is NaN); a value it does not
             # hold exactly is in exact.
-            rows = self._query(f"SELECT CASE WHEN typeof(r.{found.sql}) IN ('integer', 'real') "
-                               f"THEN r.{found.sql} END FROM {self._rows} ORDER BY e.seq")
+            rows = self._query(f"SELECT CASE WHEN typeof({found.ref}) IN ('integer', 'real') "
+                               f"THEN {found.ref} END FROM {self._rows} ORDER BY r.seq")
             if len(rows) != self._all_seqs.size:
                 raise ResultsError(f"{self.path}: the rows of results do not match the "
                                    "experiments (the file was changed by hand?)")
@@ -498,6 +549,13 @@ class StoreArrays:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _integers(text: str | None) -> np.ndarray:
+    """The integers of SQLite's ``group_concat`` of integers (None: of no rows)."""
+    if not text:
+        return np.zeros(0, dtype=np.int64)
+    return np.fromstring(text, dtype=np.int64, sep=",")
 
 
 def _as_float(value: int | float) -> float:

@@ -204,8 +204,33 @@ class Key:
         """The column as SQL names it."""
         return quoted(self.column)
 
+    @property
+    def table(self) -> str:
+        """The table that holds the key's column: lists and dicts (the large values,
+        ``results.time_data``) apart from the scalars, so that a scan of the scalars
+        reads few pages."""
+        return SERIES_TABLE if self.type == JSON else SCALARS_TABLE
+
+    @property
+    def ref(self) -> str:
+        """The column as a read names it: ``r.`` the scalars, ``j.`` the series
+        (:data:`ROWS` joins them)."""
+        return f"{'j' if self.type == JSON else 'r'}.{self.sql}"
+
 
 KEYS_COLUMNS = "id, name, column_name, type"
+
+#: The tables of the records (format 4): a row per record in each, keyed by its
+#: position ``seq``; ``results`` is a view joining them, a column per key.
+SCALARS_TABLE, SERIES_TABLE = "results_scalars", "results_series"
+
+#: The records as the view joins them: ``r`` the scalar columns, ``j`` the series.
+ROWS = f"{SCALARS_TABLE} AS r LEFT JOIN {SERIES_TABLE} AS j ON j.seq = r.seq"
+
+#: The records with their bookkeeping (``e``), as reads join them (SQLite leaves out
+#: the join to ``j`` where no column of it is read: ``seq`` is its key).
+JOINED = (f"{SCALARS_TABLE} AS r JOIN experiments AS e ON e.seq = r.seq "
+          f"LEFT JOIN {SERIES_TABLE} AS j ON j.seq = r.seq")
 
 
 def key_from_row(row: tuple[Any, ...]) -> Key:

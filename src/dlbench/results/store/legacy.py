@@ -1,5 +1,6 @@
 """Reading the records of stores of formats 1 and 2, to convert them (see the history
-in :mod:`dlbench.results.store`); nothing else reads those formats.
+in :mod:`dlbench.results.store`); nothing else reads those formats. A store of format
+3 is converted in SQL (:func:`convert_format3`).
 
 Format 1 keeps each record as JSON text in ``experiments.record``. Format 2 keeps a
 narrow table per key: ``v_<key id>(seq, v)`` its scalars (INTEGER, REAL and TEXT as
@@ -17,6 +18,18 @@ import sqlite3
 from array import array
 from collections.abc import Iterator
 from typing import Any
+
+from dlbench.results.store.columns import (
+    KEYS_COLUMNS,
+    SCALARS_TABLE,
+    SERIES_TABLE,
+    Key,
+    key_from_row,
+)
+from dlbench.results.store.write import form, make_view
+
+#: Columns counted per statement when a format 3 store's keys are surveyed.
+_SURVEYED = 500
 
 _CONSTANTS: dict[bytes, Any] = {b"true": True, b"false": False, b"null": None}
 
@@ -84,3 +97,72 @@ def format2_tables(db: sqlite3.Connection) -> list[str]:
     return [str(row[0]) for row in db.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND "
         "(name GLOB 'v_[0-9]*' OR name GLOB 's_[0-9]*')")]
+
+
+def convert_format3(db: sqlite3.Connection) -> None:
+    """Convert a format 3 store (one table ``results``) to format 4, inside the caller's
+    transaction: its columns move to ``results_scalars`` and ``results_series`` (rows
+    keyed by ``seq``, in the same order), ``results`` becomes their view, and ``keys``
+    gains ``single``/``first``, found in SQL as :class:`~dlbench.results.store.write.
+    Writer` would have kept them."""
+    db.execute("ALTER TABLE results RENAME TO results_v3")
+    db.execute("ALTER TABLE keys ADD COLUMN single INTEGER")
+    db.execute("ALTER TABLE keys ADD COLUMN first TEXT")
+    keys = [key_from_row(row) for row in
+            db.execute(f"SELECT {KEYS_COLUMNS} FROM keys ORDER BY id").fetchall()]
+    moved = [key for key in keys if key.column and key.column != "exp.id"]
+    for table in (SCALARS_TABLE, SERIES_TABLE):
+        mine = [key for key in moved if key.table == table]
+        first = ', "exp.id" TEXT NOT NULL' if table == SCALARS_TABLE else ""
+        db.execute(f"CREATE TABLE {table} (seq INTEGER PRIMARY KEY{first}"
+                   + "".join(f", {key.sql} {key.type}" for key in mine) + ")")
+        names = ["seq", *(['"exp.id"'] if table == SCALARS_TABLE else []),
+                 *(key.sql for key in mine)]
+        if len(names) == 1:
+            continue
+        values = ["e.seq", *(f"o.{name}" for name in names[1:])]
+        db.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(values)} "
+                   'FROM experiments AS e JOIN results_v3 AS o ON o."exp.id" = e.id '
+                   "ORDER BY e.seq")
+    db.execute("DROP TABLE results_v3")
+    make_view(db)
+    _survey_format3(db, keys)
+
+
+def _survey_format3(db: sqlite3.Connection, keys: list[Key]) -> None:
+    """Fill ``keys.single``/``first`` of a converted store (see :mod:`~dlbench.results.
+    store.write`): per key, how many records hold it (their shapes say), and how many
+    values its column and ``exact`` hold, least and greatest."""
+    held: dict[int, int] = {}
+    shapes = dict(db.execute("SELECT id, keys FROM shapes").fetchall())
+    for shape, count in db.execute("SELECT shape, COUNT(*) FROM experiments GROUP BY shape"):
+        for key_id in json.loads(shapes.get(shape, "[]")):
+            held[int(key_id)] = held.get(int(key_id), 0) + int(count)
+    exact = {int(row[0]): row[1:] for row in db.execute(
+        "SELECT key, COUNT(*), MIN(value), MAX(value) FROM exact GROUP BY key")}
+    column: dict[int, tuple[Any, ...]] = {}
+    for table, alias in ((SCALARS_TABLE, "r"), (SERIES_TABLE, "j")):
+        mine = [key for key in keys if key.column and key.table == table]
+        for start in range(0, len(mine), _SURVEYED):
+            part = mine[start:start + _SURVEYED]
+            sql = ", ".join(f"COUNT({alias}.{k.sql}), MIN({alias}.{k.sql}), "
+                            f"MAX({alias}.{k.sql})" for k in part)
+            (row,) = db.execute(f"SELECT {sql} FROM {table} AS {alias}").fetchall()
+            for index, key in enumerate(part):
+                column[key.id] = tuple(row[3 * index:3 * index + 3])
+    updates = []
+    for key in keys:
+        count = held.get(key.id, 0)
+        stored, low, high = column.get(key.id, (0, None, None))
+        in_exact, exact_low, exact_high = exact.get(key.id, (0, None, None))
+        if not count:
+            state: tuple[Any, Any] = (None, None)  # nothing held: as a key never written
+        elif not in_exact:
+            one = stored == 0 or (stored == count and low == high)
+            state = (int(one), form(low, None))
+        elif in_exact == count:
+            state = (int(exact_low == exact_high), form(low, exact_low))
+        else:
+            state = (0, form(None, None))  # some values in exact, others not: they differ
+        updates.append((*state, key.id))
+    db.executemany("UPDATE keys SET single = ?, first = ? WHERE id = ?", updates)

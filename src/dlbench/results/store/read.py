@@ -1,4 +1,4 @@
-"""Reading records back from the ``results`` table (:mod:`dlbench.results.store`).
+"""Reading records back from their tables (:mod:`dlbench.results.store`).
 
 A read is one SQLite read transaction, so it sees every experiment whole even while
 a runner writes. Only the columns of the keys wanted are read (a JSON column whose
@@ -28,15 +28,23 @@ from dlbench.results.memory import no_cyclic_gc
 from dlbench.results.query import match
 from dlbench.results.store.columns import (
     DECODERS,
+    JOINED,
     JSON,
     KEYS_COLUMNS,
+    SCALARS_TABLE,
+    SERIES_TABLE,
     Key,
     key_from_row,
     series_wanted,
 )
 from dlbench.results.store.where import where_sql
 
-_FROM = 'experiments AS e JOIN results AS r ON r."exp.id" = e.id'
+_FROM = JOINED
+
+#: The rows of a selection (``temp.read_chosen``), each looked up.
+_CHOSEN = (f"temp.read_chosen AS c CROSS JOIN {SCALARS_TABLE} AS r ON r.seq = c.seq "
+           f"JOIN experiments AS e ON e.seq = c.seq LEFT JOIN {SERIES_TABLE} AS j "
+           "ON j.seq = c.seq")
 
 #: Rows fetched at a time.
 _CHUNK = 10_000
@@ -67,8 +75,8 @@ class _Plan:
 
     def columns(self) -> str:
         parts = ["e.seq", "e.shape"]
-        parts += [f"r.{key.sql}" for key in self.read]
-        parts += [f"r.{key.sql} IS NOT NULL" for key in self.flags]
+        parts += [key.ref for key in self.read]
+        parts += [f"{key.ref} IS NOT NULL" for key in self.flags]
         return ", ".join(parts)
 
 
@@ -121,7 +129,10 @@ class Reader:
 
     def selected(self, where: Mapping[str, Any], catalogue: dict[str, Key]) -> list[int]:
         """The ``seq`` of the experiments ``where`` selects, in order (inside a read)."""
-        condition, params = where_sql(where, catalogue)
+        named = [catalogue[key].id for key in where if key in catalogue]
+        exact = {key_id for key_id in named if self._db.execute(
+            "SELECT EXISTS (SELECT 1 FROM exact WHERE key = ?)", (key_id,)).fetchone()[0]}
+        condition, params = where_sql(where, catalogue, exact)
         rows = self._read(condition, params, catalogue, set(where), True)
         return [seq for seq, record in rows if match(record, where)]
 
@@ -166,11 +177,15 @@ class Reader:
                 condition, params = where_sql(where, catalogue)
             else:
                 chosen, condition, params = None, "1", []
-            order = self._db.execute(
-                f"SELECT e.seq, e.shape FROM {_FROM} WHERE {condition} ORDER BY e.seq",
-                params).fetchall()
-            if chosen is not None:
-                order = [row for row in order if row[0] in chosen]
+            if chosen is None:
+                order = self._db.execute(
+                    f"SELECT e.seq, e.shape FROM {_FROM} WHERE {condition} ORDER BY r.seq",
+                    params).fetchall()
+            else:
+                self._choose(chosen)
+                order = self._db.execute(
+                    "SELECT e.seq, e.shape FROM temp.read_chosen AS c CROSS JOIN experiments "
+                    "AS e ON e.seq = c.seq ORDER BY c.seq").fetchall()
             if not order:
                 return Survey(), []
             counts: dict[int, int] = {}
@@ -206,8 +221,8 @@ class Reader:
         series: bool | Collection[str],
         chosen: set[int] | None = None,
     ) -> list[tuple[int, dict[str, Any]]]:
-        """``(seq, record)`` of the rows ``condition`` selects (of those, the ``chosen``
-        seqs when given), in ``seq`` order, with the keys and series wanted."""
+        """``(seq, record)`` of the rows ``condition`` selects (or the ``chosen`` seqs,
+        some of those, when given), in ``seq`` order, with the keys and series wanted."""
         plan = _Plan([key for key in catalogue.values() if wanted is None or key.name in wanted])
         for key in plan.keys:
             if not key.column:
@@ -216,16 +231,22 @@ class Reader:
                 plan.flags.append(key)
             else:
                 plan.read.append(key)
-        exact = self._exact(plan)
-        cursor = self._db.execute(
-            f"SELECT {plan.columns()} FROM {_FROM} WHERE {condition} ORDER BY e.seq", params)
+        if chosen is None:
+            exact = self._exact(plan)
+            cursor = self._db.execute(
+                f"SELECT {plan.columns()} FROM {_FROM} WHERE {condition} ORDER BY r.seq",
+                params)
+        else:
+            # The rows chosen (a selection of those ``condition`` keeps) looked up one
+            # by one, and only their values in exact: not a scan of the tables again.
+            self._choose(chosen)
+            exact = self._exact(plan, " AND seq IN (SELECT seq FROM temp.read_chosen)")
+            cursor = self._db.execute(f"SELECT {plan.columns()} FROM {_CHOSEN} ORDER BY c.seq")
         out: list[tuple[int, dict[str, Any]]] = []
         with no_cyclic_gc():
             # A chunk of rows at a time: only the records built are held, not every
             # row besides them.
             while rows := cursor.fetchmany(_CHUNK):
-                if chosen is not None:
-                    rows = [row for row in rows if row[0] in chosen]
                 try:
                     self._build(rows, plan, exact, series, out)
                 except ValueError as exc:
@@ -233,8 +254,16 @@ class Reader:
                                        ) from exc
         return out
 
-    def _exact(self, plan: _Plan) -> dict[int, dict[int, Any]]:
-        """``seq → key id → value`` of the values of the plan's keys kept in ``exact``."""
+    def _choose(self, chosen: Collection[int]) -> None:
+        """Make ``chosen`` the rows of ``temp.read_chosen`` (inside a read)."""
+        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS read_chosen (seq INTEGER PRIMARY KEY)")
+        self._db.execute("DELETE FROM temp.read_chosen")
+        self._db.executemany("INSERT INTO temp.read_chosen (seq) VALUES (?)",
+                             [(seq,) for seq in chosen])
+
+    def _exact(self, plan: _Plan, rows: str = "") -> dict[int, dict[int, Any]]:
+        """``seq → key id → value`` of the values of the plan's keys kept in ``exact``
+        (of the rows ``rows``, an SQL condition on ``seq``, says: all when empty)."""
         ids = [key.id for key in plan.keys]
         out: dict[int, dict[int, Any]] = {}
         if not ids:
@@ -243,7 +272,7 @@ class Reader:
             part = ids[start:start + 500]
             marks = ", ".join("?" * len(part))
             for seq, key_id, text in self._db.execute(
-                    f"SELECT seq, key, value FROM exact WHERE key IN ({marks})", part):
+                    f"SELECT seq, key, value FROM exact WHERE key IN ({marks}){rows}", part):
                 try:
                     out.setdefault(int(seq), {})[int(key_id)] = json.loads(text)
                 except ValueError as exc:

@@ -1,4 +1,4 @@
-"""A query (:mod:`dlbench.results.query`) as SQL over the ``results`` table's columns.
+"""A query (:mod:`dlbench.results.query`) as SQL over the columns of the records.
 
 The SQL keeps every row that may match; :func:`dlbench.results.query.match` then
 decides on the records built from those rows (:mod:`dlbench.results.store.read`), so
@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from dlbench.results.query import _check, _compile, match
@@ -144,16 +144,18 @@ class _SqlColumn:
         raise _Fallback  # an unknown operator: match() raises its QueryError
 
 
-def key_sql(key: str, condition: Any, info: Key | None, params: list[Any]) -> str:
-    """SQL over a row of ``results AS r`` joined to ``experiments AS e``: true for
+def key_sql(key: str, condition: Any, info: Key | None, params: list[Any],
+            in_exact: bool = True) -> str:
+    """SQL over a record's row (:data:`~dlbench.results.store.columns.JOINED`): true for
     every row whose ``key`` may match ``condition`` (``info`` is the key's catalogue
-    entry, None when no record has it)."""
+    entry, None when no record has it; ``in_exact``: whether some of its values may be
+    in ``exact``, each of which is left for ``match`` to decide)."""
     absent = match({}, {key: condition}) or _matches(None, condition)
     if info is None:
         return "1" if absent else "0"
     if not info.column:
         return "1"  # its values are all in exact
-    column = f"r.{info.sql}"
+    column = info.ref
     own: list[Any] = []
     if info.type in (INTEGER, REAL, TEXT):
         try:
@@ -168,17 +170,23 @@ def key_sql(key: str, condition: Any, info: Key | None, params: list[Any]) -> st
     if native == "1" and absent:
         return "1"
     params.extend(own)
-    return (f"(CASE WHEN {column} IS NULL THEN {int(absent)} ELSE {native} END "
-            f"OR e.seq IN (SELECT seq FROM exact WHERE key = {info.id}))")
+    sql = f"CASE WHEN {column} IS NULL THEN {int(absent)} ELSE {native} END"
+    if not in_exact:
+        return f"({sql})"
+    return f"({sql} OR r.seq IN (SELECT seq FROM exact WHERE key = {info.id}))"
 
 
-def where_sql(query: Mapping[str, Any], keys: Mapping[str, Key]) -> tuple[str, list[Any]]:
+def where_sql(query: Mapping[str, Any], keys: Mapping[str, Key],
+              exact: Collection[int] | None = None) -> tuple[str, list[Any]]:
     """A ``WHERE`` expression keeping every row that may match ``query``, and its
     parameters; ``keys`` is the store's key catalogue. An invalid query raises its
-    QueryError here, not an empty selection."""
+    QueryError here, not an empty selection. ``exact``: the ids of the keys with
+    values in ``exact``, when known (a row of a key without is not looked up there)."""
     for key, condition in query.items():
         _check(condition, key)
     params: list[Any] = []
-    parts = [key_sql(key, condition, keys.get(key), params) for key, condition in query.items()]
+    parts = [key_sql(key, condition, keys.get(key), params,
+                     exact is None or (key in keys and keys[key].id in exact))
+             for key, condition in query.items()]
     parts = [part for part in parts if part != "1"]
     return (" AND ".join(parts) if parts else "1"), params

@@ -1,22 +1,34 @@
-"""Writing records to the ``results`` table (:mod:`dlbench.results.store`).
+"""Writing records (:mod:`dlbench.results.store`).
 
-A record is one row of ``results``; its bookkeeping (its position ``seq``, its
-status, when it was written, its shape: which keys it has, in which order) is one row
-of ``experiments``, joined to it by ``exp.id``. A key seen for the first time gets a
-column (``ALTER TABLE ADD COLUMN``) and a row in ``keys``; values a column does not
-hold exactly also go to ``exact`` (:mod:`dlbench.results.store.columns`).
+A record is one row of ``results_scalars`` (its scalar keys) and one of
+``results_series`` (its lists and dicts), both keyed by its position ``seq``; the view
+``results`` joins them, a column per key. Its bookkeeping (``seq``, its status, when it
+was written, its shape: which keys it has, in which order) is one row of
+``experiments``. A key seen for the first time gets a column in one of the two tables
+(``ALTER TABLE ADD COLUMN``; the view is made again) and a row in ``keys``; values a
+column does not hold exactly also go to ``exact`` (:mod:`dlbench.results.store.columns`).
+
+``keys.single`` and ``keys.first`` say, as records are written, whether every value
+stored under a key is one value (so a report need not read the key to learn it): 1
+with that value in ``first``, 0 once two values differ, NULL (not known) once a
+record holding the key was replaced. Two values are one when their column holds the
+same thing and ``exact`` the same text (or nothing); ``first`` is the JSON text of
+``[column value, null]`` or ``[null, exact text]``.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from dlbench.results.store.columns import (
     KEYS_COLUMNS,
+    ROWS,
+    SCALARS_TABLE,
+    SERIES_TABLE,
     Key,
     column_type,
     dumps,
@@ -46,7 +58,9 @@ CREATE TABLE keys (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
     column_name TEXT,
-    type TEXT NOT NULL
+    type TEXT NOT NULL,
+    single INTEGER,
+    first TEXT
 );
 CREATE TABLE shapes (id INTEGER PRIMARY KEY, keys TEXT NOT NULL UNIQUE);
 CREATE TABLE exact (
@@ -56,8 +70,30 @@ CREATE TABLE exact (
     PRIMARY KEY (seq, key)
 ) WITHOUT ROWID;
 CREATE INDEX exact_by_key ON exact (key, seq);
-CREATE TABLE results ("exp.id" TEXT NOT NULL UNIQUE)
+CREATE TABLE results_scalars (seq INTEGER PRIMARY KEY, "exp.id" TEXT NOT NULL);
+CREATE TABLE results_series (seq INTEGER PRIMARY KEY);
+CREATE VIEW results AS SELECT r."exp.id" FROM results_scalars AS r
 """
+
+
+def make_view(db: sqlite3.Connection) -> None:
+    """(Re)make the view ``results``: ``exp.id`` and a column per key, in the order the
+    keys were first stored, as the one table of format 3 had them."""
+    keys = [key for key in map(key_from_row, db.execute(
+        f"SELECT {KEYS_COLUMNS} FROM keys ORDER BY id")) if key.column and key.name != "exp.id"]
+    names = ", ".join([quoted("exp.id"), *(key.sql for key in keys)])
+    refs = ", ".join(['r."exp.id"', *(key.ref for key in keys)])
+    rows = ROWS if any(key.table == SERIES_TABLE for key in keys) else f"{SCALARS_TABLE} AS r"
+    db.execute("DROP VIEW IF EXISTS results")
+    # (SQLite 3.40 names a view's column "true" or "false" columnN whatever it is
+    # told: a key of that name is so named in the view, rightly in its table.)
+    db.execute(f"CREATE VIEW results ({names}) AS SELECT {refs} FROM {rows}")
+
+
+def form(written: Any, exact: str | None) -> str:
+    """What ``keys.first`` keeps of a value: its ``exact`` text where it has one (which
+    says it all), else what its column holds."""
+    return json.dumps([None if exact is not None else written, exact], separators=(",", ":"))
 
 
 def _now() -> str:
@@ -72,16 +108,24 @@ class Writer:
         self._keys: dict[str, Key] = {}
         self._columns: set[str] = set()
         self._shapes: dict[str, int] = {}
+        #: key id → [single (1, 0 or None), first form], as ``keys`` has them.
+        self._single: dict[int, list[Any]] = {}
+        #: The keys whose ``single``/``first`` this write changed.
+        self._changed: set[int] = set()
+        self._new_columns = False
 
     def forget_caches(self) -> None:
         """Drop what was read of the catalogue (a transaction was rolled back)."""
-        self._keys, self._columns, self._shapes = {}, set(), {}
+        self._keys, self._columns, self._shapes, self._single = {}, set(), {}, {}
 
     def _load(self) -> None:
-        rows = self._db.execute(f"SELECT {KEYS_COLUMNS} FROM keys").fetchall()
+        rows = self._db.execute(f"SELECT {KEYS_COLUMNS}, single, first FROM keys").fetchall()
         self._keys = {key.name: key for key in map(key_from_row, rows)}
-        self._columns = {str(row[1]).lower()
-                         for row in self._db.execute("PRAGMA table_info(results)")}
+        self._single = {int(row[0]): [row[4], row[5]] for row in rows}
+        self._columns = {str(row[1]).lower() for table in (SCALARS_TABLE, SERIES_TABLE)
+                         for row in self._db.execute(f"PRAGMA table_info({table})")}
+        self._columns.discard("seq")  # the tables' key, not a key's column
+        self._new_columns = False
 
     def _key(self, name: str, first: Any) -> Key:
         key = self._keys.get(name)
@@ -89,8 +133,9 @@ class Writer:
             return key
         sql_type = column_type(name, first)
         column = name
-        if column.lower() in self._columns and name != "exp.id":
-            # SQL names are not case-sensitive: "exp.Model" next to "exp.model".
+        if (column.lower() in self._columns and name != "exp.id") or column.lower() == "seq":
+            # SQL names are not case-sensitive: "exp.Model" next to "exp.model"; "seq"
+            # is the tables' own column.
             column = ""
         cursor = self._db.execute("INSERT INTO keys (name, column_name, type) VALUES (?, ?, ?)",
                                   (name, column, sql_type))
@@ -101,12 +146,39 @@ class Writer:
             if len(self._columns) >= MAX_COLUMNS:
                 column = ""
             else:
+                table = Key(key_id, name, column, sql_type).table
                 self._db.execute(
-                    f"ALTER TABLE results ADD COLUMN {quoted(column)} {sql_type}")
+                    f"ALTER TABLE {table} ADD COLUMN {quoted(column)} {sql_type}")
                 self._columns.add(column.lower())
+                self._new_columns = True
         self._db.execute("UPDATE keys SET column_name = ? WHERE id = ?", (column, key_id))
         key = self._keys[name] = Key(key_id, name, column, sql_type)
         return key
+
+    def _note_values(self, key: Key, column: Sequence[Any], written: Sequence[Any] | None,
+                     inexact: Collection[int]) -> None:
+        """Keep ``keys.single``/``first`` up to date with the values ``column`` of
+        ``key`` (as written to its column, ``written``; None: it has no column)."""
+        state = self._single.setdefault(key.id, [None, None])
+        fresh = state == [None, None]  # no value stored yet (NULL alone: not known)
+        if not fresh and state[0] != 1:
+            return  # varies already, or not known: no value changes that
+
+        def form_at(i: int) -> str:
+            exact = dumps(column[i]) if written is None or i in inexact else None
+            return form(None if written is None else written[i], exact)
+
+        first = form_at(0) if fresh else str(state[1])
+        if written is not None and not inexact:
+            # The common case, at C speed: one column's values, all of its one type.
+            ref = json.loads(first)
+            single = ref[1] is None and list(written).count(ref[0]) == len(written)
+        else:
+            single = all(form_at(i) == first for i in range(len(column)))
+        new = [1 if single else 0, first]
+        if new != state:
+            self._single[key.id] = new
+            self._changed.add(key.id)
 
     def _shape(self, key_ids: list[int]) -> int:
         text = json.dumps(key_ids, separators=(",", ":"))
@@ -127,20 +199,36 @@ class Writer:
             found.update((exp_id, int(seq)) for exp_id, seq in rows)
         return found
 
+    def _forget_single(self, seqs: list[int]) -> None:
+        """The records at ``seqs`` are replaced: whether their keys hold one value is
+        no longer known without reading them (a value that differed may be gone)."""
+        for start in range(0, len(seqs), _LOOKUP):
+            part = seqs[start:start + _LOOKUP]
+            marks = ", ".join("?" * len(part))
+            for (text,) in self._db.execute(
+                    f"SELECT keys FROM shapes WHERE id IN (SELECT shape FROM experiments "
+                    f"WHERE seq IN ({marks}))", part).fetchall():
+                for key_id in json.loads(text):
+                    state = self._single.get(int(key_id))
+                    if state is not None and state[0] is not None:
+                        state[0] = None
+                        self._changed.add(int(key_id))
+
     def write(self, records: Sequence[Mapping[str, Any]], updated: Sequence[str] = ()) -> None:
         """Store ``records`` (distinct ``exp.id``), each replacing any stored one of
         its id in that one's position; ``updated`` are their timestamps (now if none)."""
         self._load()
+        self._changed = set()
         ids = [str(record["exp.id"]) for record in records]
         existing = self._existing(ids)
         if existing:
-            gone = list(existing)
+            gone = [existing[i] for i in existing]
+            self._forget_single(gone)
             for start in range(0, len(gone), _LOOKUP):
                 part = gone[start:start + _LOOKUP]
                 marks = ", ".join("?" * len(part))
-                self._db.execute(f'DELETE FROM results WHERE "exp.id" IN ({marks})', part)
-                self._db.execute(f"DELETE FROM exact WHERE seq IN ({marks})",
-                                 [existing[i] for i in part])
+                for table in (SCALARS_TABLE, SERIES_TABLE, "exact"):
+                    self._db.execute(f"DELETE FROM {table} WHERE seq IN ({marks})", part)
         top = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM experiments").fetchone()[0]
         seqs = []
         for exp_id in ids:
@@ -159,19 +247,26 @@ class Writer:
             keys = [self._key(name, column[0]) for name, column in zip(names, values, strict=True)]
             shape = self._shape([key.id for key in keys])
             member_seqs = [seqs[i] for i in members]
-            columns, stored = [], []
+            tables: dict[str, tuple[list[str], list[Any]]] = {
+                SCALARS_TABLE: (["seq"], [member_seqs]), SERIES_TABLE: (["seq"], [member_seqs])}
             for key, column in zip(keys, values, strict=True):
                 if not key.column:
                     exact.extend((seq, key.id, dumps(v))
                                  for seq, v in zip(member_seqs, column, strict=True))
+                    self._note_values(key, column, None, ())
                     continue
                 written, inexact = encode_column(column, key.type)
                 exact.extend((member_seqs[i], key.id, dumps(column[i])) for i in inexact)
+                self._note_values(key, column, written, set(inexact))
+                columns, stored = tables[key.table]
                 columns.append(key.sql)
                 stored.append(written)
-            self._db.executemany(
-                f"INSERT INTO results ({', '.join(columns)}) "
-                f"VALUES ({', '.join('?' * len(columns))})", zip(*stored, strict=True))
+            for table, (columns, stored) in tables.items():
+                if table == SERIES_TABLE and len(columns) == 1:
+                    continue  # no lists: the view's join finds no row, as it should
+                self._db.executemany(
+                    f"INSERT INTO {table} ({', '.join(columns)}) "
+                    f"VALUES ({', '.join('?' * len(columns))})", zip(*stored, strict=True))
             for i in members:
                 shape_of[i] = shape
         stamp = _now()
@@ -186,3 +281,7 @@ class Writer:
             "ON CONFLICT(seq) DO UPDATE SET status = excluded.status, "
             "updated = excluded.updated, shape = excluded.shape", experiment_rows)
         self._db.executemany("INSERT INTO exact (seq, key, value) VALUES (?, ?, ?)", exact)
+        self._db.executemany("UPDATE keys SET single = ?, first = ? WHERE id = ?",
+                             [(*self._single[i], i) for i in sorted(self._changed)])
+        if self._new_columns:
+            make_view(self._db)
