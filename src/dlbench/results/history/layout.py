@@ -36,6 +36,7 @@ from dlbench.results.store.columns import (
     JSON,
     REAL,
     TEXT,
+    column_name,
     column_type,
     decode_column,
     dumps,
@@ -243,20 +244,11 @@ class Table:
         return int(found[0]) + 1
 
     def _column_name(self, name: str, key_id: int) -> str:
-        """The key's own name, unless SQL would take it for a column there already
-        (names are not case-sensitive) or the database cuts it: then ``name#id``,
-        shortened if need be; empty when the table has no room left."""
+        """The key's column (the results store's rule, :func:`column_name`, under this
+        database's limit on a name's length); empty when the table has no room left."""
         if len(self._taken) >= self._dialect.max_columns:
             return ""
-        limit = self._dialect.max_name_bytes
-        column = name
-        if column.lower() in self._taken or (limit and len(column.encode()) > limit):
-            suffix = f"#{key_id}"
-            column = name + suffix
-            while limit and len(column.encode()) > limit:
-                name = name[:-1]
-                column = name + suffix
-        return column
+        return column_name(name, key_id, self._taken, self._dialect.max_name_bytes or 0)
 
     def _key(self, name: str, first: Any) -> _Key:
         key = self._keys.get(name)

@@ -187,6 +187,30 @@ def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def column_name(name: str, key_id: int, taken: Collection[str], max_name_bytes: int = 0) -> str:
+    """The column key ``name`` (numbered ``key_id``) is stored in, in a results store
+    and in a history alike: its own name, unless SQL would take it for one of the
+    columns ``taken`` (lower-cased: SQL names are not case-sensitive, so
+    ``exp.Model`` clashes with ``exp.model``) or the database would cut it (longer
+    than ``max_name_bytes``; 0: no limit); then ``name#key_id``, the name shortened
+    until it fits.
+
+    >>> column_name("exp.model", 7, set()), column_name("exp.Model", 8, {"exp.model"})
+    ('exp.model', 'exp.Model#8')
+    >>> column_name("user.long_name", 9, set(), max_name_bytes=8)
+    'user.l#9'
+    """
+    fits = not max_name_bytes or len(name.encode()) <= max_name_bytes
+    if name.lower() not in taken and fits:
+        return name
+    suffix = f"#{key_id}"
+    column = name + suffix
+    while max_name_bytes and len(column.encode()) > max_name_bytes:
+        name = name[:-1]
+        column = name + suffix
+    return column
+
+
 @dataclass(frozen=True)
 class Key:
     """One row of the ``keys`` table: a key and its column in ``results``."""

@@ -30,6 +30,7 @@ from dlbench.results.store.columns import (
     SCALARS_TABLE,
     SERIES_TABLE,
     Key,
+    column_name,
     column_type,
     dumps,
     encode_column,
@@ -132,16 +133,12 @@ class Writer:
         if key is not None:
             return key
         sql_type = column_type(name, first)
-        column = name
-        if (column.lower() in self._columns and name != "exp.id") or column.lower() == "seq":
-            # SQL names are not case-sensitive: "exp.Model" next to "exp.model"; "seq"
-            # is the tables' own column.
-            column = ""
         cursor = self._db.execute("INSERT INTO keys (name, column_name, type) VALUES (?, ?, ?)",
-                                  (name, column, sql_type))
+                                  (name, "", sql_type))
         key_id = int(cursor.lastrowid or 0)
-        if column == "" and len(self._columns) < MAX_COLUMNS:
-            column = f"{name}#{key_id}"
+        # exp.id's column is the tables' own; "seq" is their key, never a key's column.
+        taken = set() if name == "exp.id" else {*self._columns, "seq"}
+        column = column_name(name, key_id, taken)
         if column and column.lower() not in self._columns:
             if len(self._columns) >= MAX_COLUMNS:
                 column = ""
