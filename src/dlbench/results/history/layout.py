@@ -115,7 +115,7 @@ def _postgres_decode(values: list[Any], sql_type: str) -> list[Any]:
 
 
 def _parts(text: Any, shape: Any) -> dict[str, list[str]]:
-    """A shape's parts read back; ValueError unless it is what :class:`Table` writes."""
+    """A shape's parts read back; ValueError unless it is what :class:`HistoryTable` writes."""
     parts = loads_json(str(text), f"history_shapes row {shape}")
     if not isinstance(parts, dict) or set(parts) != set(PARTS) or not all(
             isinstance(names, list) and all(isinstance(n, str) for n in names)
@@ -215,7 +215,7 @@ def _values(row: HistoryRow) -> dict[str, Any]:
     return merged
 
 
-class Table:
+class HistoryTable:
     """``history_records`` and its side tables in an open connection (sqlite3 or
     psycopg), inside the caller's transaction."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dlbench.results.history.layout import Dialect, Table, schema
+from dlbench.results.history.layout import Dialect, HistoryTable, schema
 from dlbench.results.history.records import HistoryRow
 from dlbench.results.jsontext import loads_json
 
@@ -54,5 +54,5 @@ def convert(db: Any, dialect: Dialect) -> int:
     db.execute("DROP TABLE history_records")
     for statement in schema(dialect):
         db.execute(statement)
-    Table(db, dialect).write([row for row, _ in rows], [imported for _, imported in rows])
+    HistoryTable(db, dialect).write([row for row, _ in rows], [imported for _, imported in rows])
     return len(rows)

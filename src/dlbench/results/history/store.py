@@ -51,7 +51,7 @@ from typing import Any
 from dlbench.config.home import dlbench_home
 from dlbench.errors import ResultsError
 from dlbench.results.history import legacy
-from dlbench.results.history.layout import POSTGRES, SQLITE, Dialect, Table, schema
+from dlbench.results.history.layout import POSTGRES, SQLITE, Dialect, HistoryTable, schema
 from dlbench.results.history.records import HistoryRow
 from dlbench.results.sqlite_files import connect_read_only
 
@@ -281,7 +281,7 @@ class SqliteHistory(HistoryStore):
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                added, replaced = Table(self._db, SQLITE).write(
+                added, replaced = HistoryTable(self._db, SQLITE).write(
                     ordered, [_now()] * len(ordered))
                 self._db.execute("COMMIT")
             except BaseException:
@@ -295,7 +295,7 @@ class SqliteHistory(HistoryStore):
         try:
             if self._format == 1:
                 return legacy.format1_rows(self._db)
-            return Table(self._db, SQLITE).read()
+            return HistoryTable(self._db, SQLITE).read()
         except (sqlite3.DatabaseError, ValueError, KeyError, ResultsError) as exc:
             # A malformed page, text that is not UTF-8, a JSON column that is not JSON.
             raise ResultsError(f"history store {redact(self.spec)} is damaged: {exc}") from None
@@ -351,7 +351,7 @@ class PostgresHistory(HistoryStore):
             with self._db.transaction():
                 # One writer at a time (see _SCHEMA_LOCK), taken before any row is.
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                added, replaced = Table(self._db, POSTGRES).write(
+                added, replaced = HistoryTable(self._db, POSTGRES).write(
                     ordered, [_now()] * len(ordered))
         except self._errors as exc:
             why = redact(_first_line(exc), self.spec)
@@ -361,7 +361,7 @@ class PostgresHistory(HistoryStore):
 
     def rows(self) -> list[HistoryRow]:
         with self._db.transaction():
-            return Table(self._db, POSTGRES).read()
+            return HistoryTable(self._db, POSTGRES).read()
 
     def count(self) -> int:
         with self._db.transaction():
