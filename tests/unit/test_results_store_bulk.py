@@ -15,14 +15,16 @@ import pytest
 from dlbench.results.store import Store
 from dlbench.results.store.arrays import StoreArrays
 from dlbench.results.store.bulk import (
+    code_floats,
     column_text,
-    float_text,
+    dense_codes,
+    float_texts,
     floats_exact,
     parse_coded,
     parse_floats,
     parse_integers,
 )
-from dlbench.results.store.columns import BOOLEAN, INTEGER, REAL, TEXT
+from dlbench.results.store.columns import BOOLEAN, INTEGER, TEXT
 
 
 def test_texts_are_coded_in_the_order_first_held() -> None:
@@ -44,9 +46,22 @@ def test_booleans_and_floats_are_coded_in_the_order_first_held() -> None:
     flags = parse_coded(("1,0,1", 3), BOOLEAN, 3)
     assert flags is not None and flags.values == [True, False]
     assert flags.codes.tolist() == [0, 1, 0]
-    ratios = parse_coded(("2.5e+00,1.0e-01,2.5e+00", 3), REAL, 3)
+    ratios = code_floats(np.array([2.5, 0.1, 2.5]))
     assert ratios is not None and ratios.values == [2.5, 0.1]
     assert ratios.codes.tolist() == [0, 1, 0]
+    assert code_floats(np.array([2.5, math.nan])) is None  # a key held as None
+
+
+def test_dense_codes_are_numpy_unique_by_a_table_or_a_sort() -> None:
+    distinct, codes = dense_codes(np.array([7, 3, 7, 1000, 3]))
+    assert distinct.tolist() == [3, 7, 1000] and codes.tolist() == [1, 0, 1, 2, 0]
+    wide = np.array([2**40, -(2**40), 2**40])  # too wide a span for a table
+    distinct, codes = dense_codes(wide)
+    assert distinct.tolist() == [-(2**40), 2**40] and codes.tolist() == [1, 0, 1]
+    many = np.array([5, 1, 9, 1, 17, 5, 0, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16])
+    coded = code_floats(many.astype(float))  # more than 16 values: a scatter
+    assert coded is not None and coded.values[:4] == [5.0, 1.0, 9.0, 17.0]
+    assert coded.codes[:7].tolist() == [0, 1, 2, 1, 3, 0, 4]
 
 
 @pytest.mark.parametrize("found, sql_type, held", [
@@ -65,34 +80,37 @@ def test_integers_and_floats_texts() -> None:
     assert parse_integers("3,1,2").tolist() == [3, 1, 2]  # type: ignore[union-attr]
     assert parse_integers(None).size == 0  # type: ignore[union-attr]
     assert parse_integers("1,a") is None
-    parsed = parse_floats("1.5e+00,nan,Inf", 3)
-    assert parsed is not None and parsed[0] == 1.5 and math.isnan(parsed[1])
-    assert parsed[2] == math.inf
-    assert parse_floats("1.5e+00", 2) is None
-    assert parse_floats(None, 0).size == 0  # type: ignore[union-attr]
+    # 3 * 2**59 * 2**(1 - 60) = 3; 0; not a number; 2**60 * 2**(-3 - 60) = 1/8.
+    parsed = parse_floats(f"{3 * 2**59},0,0,{2**60}", "1,0,100000,-3", 4)
+    assert parsed is not None and parsed[0] == 3.0 and parsed[1] == 0.0
+    assert math.isnan(parsed[2]) and parsed[3] == 0.125
+    assert parse_floats("1,2", "0", 2) is None  # fewer exponents
+    assert parse_floats("0", "100001", 1) is None  # a number out of range
+    assert parse_floats(None, None, 0).size == 0  # type: ignore[union-attr]
 
 
 def test_sql_texts_give_back_every_value_exactly() -> None:
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, x REAL, n INTEGER, s TEXT)")
-    xs = [0.1, 1 / 3, 1.4634758521019183e+228, 5e-324, None, 2.0, -1e-300]
+    xs = [0.1, 1 / 3, 1.4634758521019183e+228, 5e-324, None, 2.0, -1e-270]
     rows = [(i, x, i * 10 if i != 2 else None, f"s{i % 2}") for i, x in enumerate(xs)]
     db.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
     db.execute("INSERT INTO t VALUES (7, 'text', 70, 's1')")
     if not floats_exact(db):
-        pytest.skip("this SQLite's printf does not give doubles back exactly")
-    texts = [float_text("x"), *column_text("x", REAL), *column_text("n", INTEGER),
-             *column_text("s", TEXT)]
+        pytest.skip("this SQLite has no math functions (log2, power)")
+    texts = [*float_texts("x"), *column_text("n", INTEGER), *column_text("s", TEXT)]
     row = db.execute(f"SELECT {', '.join(texts)} FROM t").fetchone()
-    floats = parse_floats(row[0], 8)
+    assert parse_floats(row[0], row[1], 8) is None  # 5e-324: out of range, row by row
+    db.execute("UPDATE t SET x = -0.0 WHERE seq = 3")
+    row = db.execute(f"SELECT {', '.join(texts)} FROM t").fetchone()
+    floats = parse_floats(row[0], row[1], 8)
     assert floats is not None
-    expected = [0.1, 1 / 3, 1.4634758521019183e+228, 5e-324, math.nan, 2.0, -1e-300, math.nan]
+    expected = [0.1, 1 / 3, 1.4634758521019183e+228, 0.0, math.nan, 2.0, -1e-270, math.nan]
     assert np.array_equal(floats, np.array(expected), equal_nan=True)
-    assert parse_coded(row[1:3], REAL, 8) is None  # the NULL and the text
-    assert parse_coded(row[3:5], INTEGER, 8) is None  # row 2's NULL
-    ints = parse_coded(row[3:5], INTEGER, 7)  # were the NULL a record without the key
+    assert parse_coded(row[2:4], INTEGER, 8) is None  # row 2's NULL
+    ints = parse_coded(row[2:4], INTEGER, 7)  # were the NULL a record without the key
     assert ints is not None and ints.values == [0, 10, 30, 40, 50, 60, 70]
-    texts_coded = parse_coded(row[5:7], TEXT, 8)
+    texts_coded = parse_coded(row[4:6], TEXT, 8)
     assert texts_coded is not None and texts_coded.values == ["s0", "s1"]
     assert texts_coded.codes.tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
 

@@ -42,8 +42,10 @@ from dlbench.results.store import Store
 from dlbench.results.store.bulk import (
     CODED_TYPES,
     Coded,
+    code_floats,
     column_text,
-    float_text,
+    dense_codes,
+    float_texts,
     floats_exact,
     parse_coded,
     parse_floats,
@@ -209,7 +211,7 @@ class StoreArrays:
         self.seqs = self._selected(self._all_seqs)
         # Shapes numbered 0..k-1 (few: one per kind of record in a sweep), so that
         # which experiments have a key is a lookup in a table of k booleans.
-        shape_ids, dense = np.unique(all_shapes, return_inverse=True)
+        shape_ids, dense = dense_codes(all_shapes)
         self._shape_ids = shape_ids.tolist()
         self._all_shape_index = dense.reshape(-1)
         self.shape_index = self._selected(self._all_shape_index)
@@ -334,18 +336,21 @@ class StoreArrays:
             self._floats_exact = floats_exact(self._db)
         exact_floats = bool(self._floats_exact)
         bulk = [k for k in keys if k.type in CODED_TYPES and (k.type != REAL or exact_floats)]
-        floats = list(numbers) if exact_floats else []
-        keys = [k for k in keys if k not in bulk]
+        floats = [*(k for k in bulk if k.type == REAL), *(numbers if exact_floats else [])]
+        bulk = [k for k in bulk if k.type != REAL]
+        keys = [k for k in keys if k not in bulk and k not in floats]
         if bulk or floats:
             texts = [seq_text("r.seq")]
             for key in bulk:
                 texts.extend(column_text(key.ref, key.type))
-            texts.extend(float_text(key.ref) for key in floats)
+            for key in floats:
+                texts.extend(float_texts(key.ref))
             (row,) = self._query(f"SELECT {', '.join(texts)} FROM {self._scalar_rows}")
             seqs = parse_integers(row[0])
             if seqs is None or not np.array_equal(seqs, self._all_seqs):
                 # Not aggregated in seq order: every column row by row.
-                bulk, floats, keys = [], [], [*keys, *bulk]
+                keys = [*keys, *bulk, *(k for k in floats if k not in numbers)]
+                bulk, floats = [], []
             for index, key in enumerate(bulk):
                 held = int(np.count_nonzero(self._present_all(key.name)))
                 coded = parse_coded(row[1 + 2 * index:3 + 2 * index], key.type, held)
@@ -353,10 +358,19 @@ class StoreArrays:
                     keys.append(key)  # a NULL, a separator: read row by row
                 else:
                     self._coded[key.name] = coded
-            for index, key in enumerate(floats):
-                parsed = parse_floats(row[1 + 2 * len(bulk) + index], int(self._all_seqs.size))
-                if parsed is not None:
-                    self._floats[key.name] = parsed
+            for index, key in enumerate(floats, start=len(bulk)):
+                mantissas, exponents = row[1 + 2 * index:3 + 2 * index]
+                parsed = parse_floats(mantissas, exponents, int(self._all_seqs.size))
+                if key in numbers:
+                    if parsed is not None:
+                        self._floats[key.name] = parsed
+                    continue
+                coded = None if parsed is None else code_floats(
+                    parsed[self._present_all(key.name)])
+                if coded is None:
+                    keys.append(key)  # a NULL, a number out of range: row by row
+                else:
+                    self._coded[key.name] = coded
         self._read_rows(keys)
 
     def _rows_of(self, keys: Sequence[Key]) -> str:

@@ -38,18 +38,28 @@ from dlbench.results.store.columns import BOOLEAN, INTEGER, REAL, TEXT
 #: (one that does sends its column to the row-by-row read).
 SEPARATOR = "\x1f"
 
-#: A double as a text NumPy parses back to the same double: 21 significant digits
-#: (``!`` allows up to 26), where 17 from SQLite's ``printf`` (long double arithmetic)
-#: are off in the last digit for some large exponents.
-_FLOAT_FORMAT = "printf('%!.20e', {})"
+#: A double ``v`` as two integers SQL computes exactly, ``v = m * 2**(e - 60)``:
+#: ``e`` is ``floor(log2(|v|))`` (give or take one, as ``log2`` rounds), so that
+#: ``m`` holds v's 53 bits in 59 to 62 bits of an integer; multiplying by a power of
+#: two and ``CAST`` of an integral double are exact. (Texts from SQLite's ``printf``
+#: cost twice as much to make and to parse, and 17 digits of SQLite 3.40 are off in
+#: the last digit for some large exponents.) Outside 1e-280 to 1e300, where
+#: ``power`` over- or underflows, and for infinities, :data:`_OUTSIDE`: the column is
+#: read row by row; a NULL or a text (not a number) is :data:`_NOT_A_NUMBER`.
+_EXPONENT = "floor(log2(abs({0})))"
+_MANTISSA = "CAST({0} * power(2, 60 - " + _EXPONENT + ") AS INTEGER)"
+_NOT_A_NUMBER, _OUTSIDE = 100_000, 100_001
+_NUMBER = "typeof({0}) IN ('integer', 'real')"
+_INSIDE = "abs({0}) BETWEEN 1e-280 AND 1e300"
 
-#: Doubles that check SQLite's conversion: extremes, subnormals, halfway cases, and
-#: ones whose 17-digit text from SQLite 3.40 is wrong.
-_CHECKED = (0.1, 1 / 3, 2 / 3, 1e23, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
-            9007199254740993.0, 1.4634758521019183e+228, 1.2309183894571453e+207,
-            -1.0392537651625673e+127, 0.14415961271963373, 123456.789, 4.35, 2.675,
-            1e-300, 8.98846567431158e+307, 3.141592653589793, 1.0000000000000002,
-            0.9999999999999999, 6.02214076e23, 1.602176634e-19)
+#: Doubles that check the conversion once per connection: extremes of the range,
+#: halfway cases, powers of two and their neighbours (where ``log2`` rounds).
+_CHECKED = (0.1, 1 / 3, 2 / 3, 1e23, 1.0, 2.0, 0.5, 1024.0, 1.0000000000000002,
+            0.9999999999999999, 2.0 ** 52 + 1, 2.0 ** 53, 9007199254740993.0,
+            1.4634758521019183e+228, 1.2309183894571453e+207, 1.0392537651625673e+127,
+            0.14415961271963373, 123456.789, 4.35, 2.675, 1.000001e-280, 9.99999e299,
+            8.98846567431158e+299, 3.141592653589793, 6.02214076e23, 1.602176634e-19,
+            2.0 ** -900, 2.0 ** 900 * (1 - 2.0 ** -53), 7, 2 ** 62 + 1, 2 ** 63 - 1)
 
 #: The types whose columns are read in bulk for coding.
 CODED_TYPES = (INTEGER, REAL, TEXT, BOOLEAN)
@@ -68,18 +78,21 @@ class Coded:
 
 
 def floats_exact(db: sqlite3.Connection) -> bool:
-    """Whether SQLite's ``printf`` on this connection writes doubles that NumPy reads
-    back exactly (it computes in long double, whose width the platform decides)."""
+    """Whether SQL on this connection splits doubles into integers exactly
+    (:func:`float_texts`): SQLite may lack its math functions (``log2``, ``power``,
+    ``floor``: a compile option), and ``pow`` is the C library's."""
     rng = np.random.default_rng(20261126)
-    drawn = rng.normal(0.0, 1.0, 64) * 10.0 ** rng.integers(-300, 300, 64)
+    drawn = rng.normal(0.0, 1.0, 64) * 10.0 ** rng.integers(-270, 290, 64)
     checked = [*_CHECKED, *(-v for v in _CHECKED), *drawn.tolist()]
-    texts = ", ".join(_FLOAT_FORMAT.format("?") for _ in checked)
+    rows = ", ".join("(?)" for _ in checked)
+    mantissas, exponents = float_texts("x")
     try:
-        row = db.execute(f"SELECT {texts}", checked).fetchone()
-        parsed = np.array([float(t) for t in row])
-    except (sqlite3.Error, ValueError):
+        found = db.execute(f"WITH t(x) AS (VALUES {rows}) SELECT {mantissas}, {exponents} "
+                           "FROM t", checked).fetchone()
+    except sqlite3.Error:
         return False
-    return bool(np.array_equal(parsed, np.array(checked)))
+    parsed = parse_floats(found[0], found[1], len(checked))
+    return parsed is not None and bool(np.array_equal(parsed, np.array(checked, dtype=float)))
 
 
 def column_text(ref: str, sql_type: str) -> tuple[str, str]:
@@ -88,10 +101,6 @@ def column_text(ref: str, sql_type: str) -> tuple[str, str]:
     are not NULL; :func:`parse_coded` reads them."""
     if sql_type == TEXT:
         return f"group_concat({ref}, char(31))", f"COUNT({ref})"
-    if sql_type == REAL:
-        # printf() of NULL is a text (of 0): NULL left NULL, as group_concat skips it.
-        text = _FLOAT_FORMAT.format(ref)
-        return f"group_concat(CASE WHEN {ref} IS NOT NULL THEN {text} END)", f"COUNT({ref})"
     return f"group_concat({ref})", f"COUNT({ref})"
 
 
@@ -113,30 +122,50 @@ def parse_integers(text: str | None) -> np.ndarray | None:
         return None
 
 
-def float_text(ref: str) -> str:
-    """The SQL of one text of column ``ref`` as floats, NaN where it holds no number
-    (NULL, a text): :func:`parse_floats` reads it."""
-    text = _FLOAT_FORMAT.format(ref)
-    return (f"group_concat(CASE WHEN typeof({ref}) IN ('integer', 'real') THEN {text} "
-            "ELSE 'nan' END)")
+def float_texts(ref: str) -> tuple[str, str]:
+    """The SQL of two texts of column ``ref`` as floats (NaN where it holds no number:
+    NULL, a text), the integers of :data:`_MANTISSA` and :data:`_EXPONENT`:
+    :func:`parse_floats` reads them."""
+    number, inside = _NUMBER.format(ref), _INSIDE.format(ref)
+    mantissa = (f"CASE WHEN {number} AND {inside} THEN {_MANTISSA.format(ref)} "
+                "ELSE 0 END")
+    exponent = (f"CASE WHEN {number} AND {inside} THEN CAST({_EXPONENT.format(ref)} AS INTEGER) "
+                f"WHEN {number} AND {ref} = 0 THEN 0 WHEN {number} THEN {_OUTSIDE} "
+                f"ELSE {_NOT_A_NUMBER} END")
+    return f"group_concat({mantissa})", f"group_concat({exponent})"
 
 
-def parse_floats(text: str | None, size: int) -> np.ndarray | None:
-    """The ``size`` floats of :func:`float_text`'s text; None when it does not hold
-    that many."""
-    if not text:
-        return np.zeros(0) if size == 0 else None
-    try:
-        values = np.fromstring(text, dtype=float, sep=",")
-    except ValueError:
+def parse_floats(mantissas: str | None, exponents: str | None, size: int
+                 ) -> np.ndarray | None:
+    """The ``size`` floats of :func:`float_texts`' two texts; None when they do not
+    hold that many, or a number is outside the range they hold exactly."""
+    if size == 0:
+        return np.zeros(0)
+    mantissa, exponent = parse_integers(mantissas), parse_integers(exponents)
+    if mantissa is None or exponent is None or not mantissa.size == exponent.size == size:
         return None
-    return values if values.size == size else None
+    if np.any(exponent == _OUTSIDE):
+        return None
+    nan = exponent == _NOT_A_NUMBER
+    # Exact: a mantissa holds at most 53 significant bits, and ldexp scales exactly.
+    values = np.ldexp(mantissa.astype(float), np.where(nan, 0, exponent - 60).astype(np.int32))
+    values[nan] = np.nan
+    return np.asarray(values, dtype=float)
+
+
+def code_floats(values: np.ndarray) -> Coded | None:
+    """The floats of the records holding a key coded in the order first held; None
+    when one of them is no number (a NULL: the key held as None)."""
+    if np.isnan(values).any():
+        return None
+    return _first_held(*dense_codes(values))
 
 
 def parse_coded(found: Sequence[Any], sql_type: str, held: int) -> Coded | None:
     """The values of :func:`column_text`'s two aggregates (``found``) coded, for a
-    column whose key ``held`` records hold; None when the text cannot say (a NULL
-    among them, a text holding the separator, a damaged value)."""
+    column (text, integer or boolean) whose key ``held`` records hold; None when the
+    text cannot say (a NULL among them, a text holding the separator, a damaged
+    value)."""
     text, count = found
     if count != held:
         return None
@@ -149,21 +178,47 @@ def parse_coded(found: Sequence[Any], sql_type: str, held: int) -> Coded | None:
         coding = {value: code for code, value in enumerate(dict.fromkeys(texts))}
         codes = np.fromiter(map(coding.__getitem__, texts), dtype=np.int64, count=held)
         return Coded(codes, list(coding))
-    try:
-        numbers = np.fromstring(text, dtype=float if sql_type == REAL else np.int64, sep=",")
-    except ValueError:
+    numbers = parse_integers(text)
+    if numbers is None or numbers.size != held:
         return None
-    if numbers.size != held:
-        return None
-    distinct, firsts, inverse = np.unique(numbers, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1).astype(np.int64)
+    distinct, codes = dense_codes(numbers)
     if sql_type == INTEGER:
-        return Coded(inverse, distinct.tolist())  # integers in their order
-    # Numbered in the order first held.
+        return Coded(codes, distinct.tolist())  # integers in their order
+    coded = _first_held(distinct, codes)
+    coded.values = [_BOOLS.get(v, v) for v in coded.values]
+    return coded
+
+
+#: Integers spanning up to this many values are coded by a table, not a sort.
+_TABLE = 1 << 22
+
+
+def dense_codes(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``numbers`` in order, and each number's index among them
+    (``numpy.unique(numbers, return_inverse=True)``, in O(n) for integers of a
+    small span: keys a report groups by, shapes)."""
+    if numbers.size and numbers.dtype.kind == "i":
+        low, high = int(numbers.min()), int(numbers.max())
+        if high - low < _TABLE:
+            offsets = numbers - low
+            seen = np.zeros(high - low + 1, dtype=bool)
+            seen[offsets] = True
+            rank = np.cumsum(seen, dtype=np.int64) - 1
+            return np.flatnonzero(seen) + low, rank[offsets]
+    distinct, inverse = np.unique(numbers, return_inverse=True)
+    return distinct, inverse.reshape(-1).astype(np.int64)
+
+
+def _first_held(distinct: np.ndarray, codes: np.ndarray) -> Coded:
+    """``codes`` into ``distinct`` renumbered in the order first held."""
+    if distinct.size <= 16:
+        # A pass per value: faster than a scatter over a million codes.
+        firsts = np.array([int(np.argmax(codes == code)) for code in range(distinct.size)],
+                          dtype=np.int64)
+    else:
+        firsts = np.full(distinct.size, codes.size, dtype=np.int64)
+        np.minimum.at(firsts, codes, np.arange(codes.size, dtype=np.int64))
     order = np.argsort(firsts, kind="stable")
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size)
-    values = distinct[order].tolist()
-    if sql_type == BOOLEAN:
-        values = [_BOOLS.get(v, v) for v in values]
-    return Coded(rank[inverse], values)
+    return Coded(rank[codes], distinct[order].tolist())
