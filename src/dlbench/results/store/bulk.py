@@ -39,18 +39,21 @@ from dlbench.results.store.columns import BOOLEAN, INTEGER, REAL, TEXT
 SEPARATOR = "\x1f"
 
 #: A double ``v`` as two integers SQL computes exactly, ``v = m * 2**(e - 60)``:
-#: ``e`` is ``floor(log2(|v|))`` (give or take one, as ``log2`` rounds), so that
-#: ``m`` holds v's 53 bits in 59 to 62 bits of an integer; multiplying by a power of
-#: two and ``CAST`` of an integral double are exact. (Texts from SQLite's ``printf``
-#: cost twice as much to make and to parse, and 17 digits of SQLite 3.40 are off in
-#: the last digit for some large exponents.) Outside 1e-280 to 1e300, where
-#: ``power`` over- or underflows, and for infinities, :data:`_OUTSIDE`: the column is
-#: read row by row; a NULL or a text (not a number) is :data:`_NOT_A_NUMBER`.
-_EXPONENT = "floor(log2(abs({0})))"
-_MANTISSA = "CAST({0} * power(2, 60 - " + _EXPONENT + ") AS INTEGER)"
+#: ``e`` is ``log2(|v|)`` cut to an integer, within one of v's binary exponent (as
+#: ``log2`` rounds, and the cut goes towards zero), so that ``m`` holds v's 53 bits
+#: in 58 to 62 bits of an integer: multiplying by a power of two and ``CAST`` of an
+#: integral double are exact. (Texts from SQLite's ``printf`` cost twice as much to
+#: make and to parse, and 17 digits of SQLite 3.40 are off in the last digit for some
+#: large exponents.) Outside 1e-280 to 1e300, where ``power`` over- or underflows,
+#: and for infinities, the exponent is :data:`_OUTSIDE` and the column is read row by
+#: row; NULL or a text is :data:`_NOT_A_NUMBER`, NaN (a text in a column of numbers
+#: is in ``exact`` too, which corrects it). The common case takes the first branch.
+_EXPONENT = "CAST(log2(abs({0})) AS INTEGER)"
+_MANTISSA = "ifnull(CAST({0} * power(2, 60 - " + _EXPONENT + ") AS INTEGER), 0)"
 _NOT_A_NUMBER, _OUTSIDE = 100_000, 100_001
-_NUMBER = "typeof({0}) IN ('integer', 'real')"
-_INSIDE = "abs({0}) BETWEEN 1e-280 AND 1e300"
+_EXPONENT_OR_MARK = ("CASE WHEN abs({0}) BETWEEN 1e-280 AND 1e300 THEN " + _EXPONENT
+                     + " WHEN typeof({0}) NOT IN ('integer', 'real') THEN "
+                     + f"{_NOT_A_NUMBER} WHEN {{0}} = 0 THEN 0 ELSE {_OUTSIDE} END")
 
 #: Doubles that check the conversion once per connection: extremes of the range,
 #: halfway cases, powers of two and their neighbours (where ``log2`` rounds).
@@ -97,11 +100,12 @@ def floats_exact(db: sqlite3.Connection) -> bool:
 
 def column_text(ref: str, sql_type: str) -> tuple[str, str]:
     """The SQL of the two aggregates that read column ``ref`` (of ``sql_type``, one of
-    :data:`CODED_TYPES`) in bulk: its values as one text (NULLs left out) and how many
-    are not NULL; :func:`parse_coded` reads them."""
+    :data:`CODED_TYPES`) in bulk: its values as one text (NULLs left out) and, for
+    texts, how many are not NULL (integers tell by their number: none holds the
+    separator); :func:`parse_coded` reads them."""
     if sql_type == TEXT:
         return f"group_concat({ref}, char(31))", f"COUNT({ref})"
-    return f"group_concat({ref})", f"COUNT({ref})"
+    return f"group_concat({ref})", "NULL"
 
 
 def seq_text(ref: str) -> str:
@@ -124,15 +128,10 @@ def parse_integers(text: str | None) -> np.ndarray | None:
 
 def float_texts(ref: str) -> tuple[str, str]:
     """The SQL of two texts of column ``ref`` as floats (NaN where it holds no number:
-    NULL, a text), the integers of :data:`_MANTISSA` and :data:`_EXPONENT`:
+    NULL, a text), the integers of :data:`_MANTISSA` and :data:`_EXPONENT_OR_MARK`:
     :func:`parse_floats` reads them."""
-    number, inside = _NUMBER.format(ref), _INSIDE.format(ref)
-    mantissa = (f"CASE WHEN {number} AND {inside} THEN {_MANTISSA.format(ref)} "
-                "ELSE 0 END")
-    exponent = (f"CASE WHEN {number} AND {inside} THEN CAST({_EXPONENT.format(ref)} AS INTEGER) "
-                f"WHEN {number} AND {ref} = 0 THEN 0 WHEN {number} THEN {_OUTSIDE} "
-                f"ELSE {_NOT_A_NUMBER} END")
-    return f"group_concat({mantissa})", f"group_concat({exponent})"
+    return (f"group_concat({_MANTISSA.format(ref)})",
+            f"group_concat({_EXPONENT_OR_MARK.format(ref)})")
 
 
 def parse_floats(mantissas: str | None, exponents: str | None, size: int
@@ -167,7 +166,7 @@ def parse_coded(found: Sequence[Any], sql_type: str, held: int) -> Coded | None:
     text cannot say (a NULL among them, a text holding the separator, a damaged
     value)."""
     text, count = found
-    if count != held:
+    if count is not None and count != held:
         return None
     if held == 0:
         return Coded(np.zeros(0, dtype=np.int64), [])
