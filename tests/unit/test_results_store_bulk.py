@@ -190,3 +190,58 @@ def test_a_selection_is_read_in_bulk(store: Path) -> None:
         times, numeric = arrays.numbers("results.time")
         assert np.array_equal(times, [10.0, 30.5, math.nan], equal_nan=True)
         assert numeric.tolist() == [True, True, False]
+
+
+def test_rows_not_aggregated_in_seq_order_are_read_row_by_row(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dlbench.results.store.arrays as arrays_module
+
+    # As if SQLite had aggregated the rows in another order than seq's.
+    monkeypatch.setattr(arrays_module, "seq_text", lambda ref: f"group_concat(-{ref})")
+    with StoreArrays(store) as arrays:
+        arrays.survey(KEYS, numbers=["results.time"])
+        assert arrays._coded == {} and arrays._floats == {}
+        model = arrays.codes("exp.model")
+        assert model.values == ["b", "a", "c", None]
+        assert model.codes.tolist() == [0, 1, 0, 2]
+        times, _ = arrays.numbers("results.time")
+        assert np.array_equal(times, [10.0, 20.0, 30.5, math.nan], equal_nan=True)
+
+
+def test_floats_out_of_range_are_read_row_by_row(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    with Store(path) as opened:
+        opened.put_many([{"exp.id": "t0", "user.tiny": 1e-300, "results.time": 1e-300},
+                         {"exp.id": "t1", "user.tiny": 2.0, "results.time": 1e300 * 10}])
+    with StoreArrays(path) as arrays:
+        arrays.survey(["user.tiny"], numbers=["results.time"])
+        assert "user.tiny" not in arrays._coded and "results.time" not in arrays._floats
+        tiny = arrays.codes("user.tiny")
+        assert tiny.values == [1e-300, 2.0, None] and tiny.codes.tolist() == [0, 1]
+        times, numeric = arrays.numbers("results.time")
+        assert times.tolist() == [1e-300, 1e301] and numeric.tolist() == [True, True]
+
+
+def _report_records(model_b: str) -> list[dict[str, Any]]:
+    times = {("a", 8): [100.0, 110.0], ("a", 16): [150.5], (model_b, 8): [90.0, 96.0, 99.0]}
+    return [{"exp.id": f"{model}-{batch}-{i}", "exp.framework": "fake", "exp.model": model,
+             "exp.replica_batch": batch, "exp.effective_batch": batch, "exp.num_nodes": 1,
+             "exp.num_replicas": 1, "exp.status": "ok", "results.time": time}
+            for (model, batch), values in times.items() for i, time in enumerate(values)]
+
+
+@pytest.mark.parametrize("model_b", ["b", "b\x1fc"])  # plain; a text read row by row
+def test_report_means_of_a_store_read_in_bulk(tmp_path: Path, model_b: str) -> None:
+    from dlbench.report.tables.columnar import table_report
+
+    path = tmp_path / "results.sqlite"
+    with Store(path) as opened:
+        opened.put_many(_report_records(model_b))
+    report = table_report([path], {}, "--where", "exploration")
+    (table,) = [t for t in report.tables if t.title.startswith("Batch time")]
+    assert table.columns == ["exp.model", "8", "16"]
+    means = {row[0]: [None if c is None else (c.mean, c.n) for c in row[1:]]
+             for row in table.rows}
+    # a: (100 + 110) / 2 at batch 8, 150.5 at 16; b: (90 + 96 + 99) / 3 = 95 at 8 only.
+    assert means == {"a": [(105.0, 2), (150.5, 1)], model_b: [(95.0, 3), None]}
