@@ -440,9 +440,7 @@ class StoreArrays:
         if found is None:
             return [None] * size
         if key in self._coded:
-            table = [*self._coded[key].values, None]
-            full = np.full(size, len(table) - 1, dtype=np.int64)
-            full[self._present_all(key)] = self._coded[key].codes
+            full, table = self._coded_codes(key)
             self._values[key] = [table[code] for code in full.tolist()]
             return self._values[key]
         if found.column:
@@ -465,6 +463,15 @@ class StoreArrays:
         self._values[key] = values
         return values
 
+    def _coded_codes(self, key: str) -> tuple[np.ndarray, list[Any]]:
+        """The codes of a key read in bulk over all experiments, and their values, the
+        last None (the code of an absent key: no value read in bulk is None)."""
+        coded = self._coded[key]
+        table = [*coded.values, None]
+        full = np.full(self._all_seqs.size, len(table) - 1, dtype=np.int64)
+        full[self._present_all(key)] = coded.codes
+        return full, table
+
     def codes(self, key: str) -> KeyCodes:
         """``key`` over the selected experiments as codes into its distinct values."""
         present_all = self._present_all(key)
@@ -477,12 +484,8 @@ class StoreArrays:
             one = [known.first] if known.first is None else [known.first, None]
             full = np.where(present_all, 0, len(one) - 1).astype(np.int64)
             return KeyCodes(self._selected(full), one, self._selected(present_all))
-        coded = self._coded.get(key)
-        if coded is not None and key not in self._values:
-            # Read in bulk: no value is None (a NULL sends a column row by row).
-            table = [*coded.values, None]
-            full = np.full(self._all_seqs.size, len(table) - 1, dtype=np.int64)
-            full[present_all] = coded.codes
+        if key in self._coded and key not in self._values:
+            full, table = self._coded_codes(key)
             return KeyCodes(self._selected(full), table, self._selected(present_all))
         all_values = self._all_values(key)
         held = (all_values if present_all.all()

@@ -3,24 +3,26 @@ NumPy parses, instead of a Python object per value.
 
 Over a million records, ``sqlite3`` building a Python object for each value of the
 few keys a report groups by costs seconds; ``group_concat`` of a column is one
-string, parsed at C speed (integers and floats by NumPy, texts split on a separator
-none of them holds), and the distinct values coded with NumPy or a dict. What
-cannot be read so is said (None), and the caller reads that column row by row:
+string, parsed at C speed (integers by NumPy, texts split on a separator none of
+them holds, floats as two integers SQL computes exactly), and the distinct values
+coded with NumPy or a dict. What cannot be read so is said (None), and the caller
+reads that column row by row:
 
 - a column whose present values include NULL (a key held as ``None``): the text
   skips NULLs, so the values would not line up with the records;
 - a text holding the separator (``\\x1f``): it splits into one value too many;
 - rows that SQLite did not aggregate in ``seq`` order (it promises no order; the
   ``seq`` of the rows, aggregated beside, tells);
-- floats, where SQLite's ``printf`` does not give back every double exactly
-  (:func:`floats_exact`, checked once per connection).
+- floats outside 1e-280 to 1e300, or all floats where SQLite lacks the math
+  functions the split needs (:func:`floats_exact`, checked once per connection).
 
 Example::
 
-    expressions = [column_text('r."exp.model"', TEXT), float_text('r."results.time"')]
-    row = db.execute(f"SELECT {', '.join(expressions)} FROM results_scalars AS r").fetchone()
-    coded = parse_coded(row[0:2], TEXT, present_count)  # Coded(codes=..., values=[...])
-    times = parse_floats(row[2], size)
+    texts = [seq_text("r.seq"), *column_text('r."exp.model"', TEXT),
+             *float_texts('r."results.time"')]
+    row = db.execute(f"SELECT {', '.join(texts)} FROM results_scalars AS r").fetchone()
+    coded = parse_coded(row[1:3], TEXT, present_count)  # Coded(codes=..., values=[...])
+    times = parse_floats(row[3], row[4], size)
 """
 
 from __future__ import annotations
