@@ -245,3 +245,22 @@ def test_report_means_of_a_store_read_in_bulk(tmp_path: Path, model_b: str) -> N
              for row in table.rows}
     # a: (100 + 110) / 2 at batch 8, 150.5 at 16; b: (90 + 96 + 99) / 3 = 95 at 8 only.
     assert means == {"a": [(105.0, 2), (150.5, 1)], model_b: [(95.0, 3), None]}
+
+
+def test_texts_longer_than_sqlite_allows_are_read_row_by_row(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    with Store(path) as opened:
+        opened.put_many([{"exp.id": f"e{i}", "exp.model": f"model-{i % 3}",
+                          "results.time": i / 4} for i in range(300)])
+    with StoreArrays(path) as arrays:
+        if not hasattr(arrays._db, "setlimit"):
+            pytest.skip("Connection.setlimit needs Python 3.11")
+        # 300 models of 7 characters make a text of 2,399 bytes: SQLite refuses it.
+        arrays._db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000)
+        arrays.survey(["exp.model"], numbers=["results.time"])
+        assert arrays._coded == {} and arrays._floats == {}
+        model = arrays.codes("exp.model")
+        assert model.values == ["model-0", "model-1", "model-2", None]
+        assert model.codes[:4].tolist() == [0, 1, 2, 0]
+        times, _ = arrays.numbers("results.time")
+        assert times[:3].tolist() == [0.0, 0.25, 0.5] and times[299] == 74.75

@@ -345,10 +345,14 @@ class StoreArrays:
                 texts.extend(column_text(key.ref, key.type))
             for key in floats:
                 texts.extend(float_texts(key.ref))
-            (row,) = self._query(f"SELECT {', '.join(texts)} FROM {self._scalar_rows}")
-            seqs = parse_integers(row[0])
-            if seqs is None or not np.array_equal(seqs, self._all_seqs):
-                # Not aggregated in seq order: every column row by row.
+            try:
+                row = self._db.execute(
+                    f"SELECT {', '.join(texts)} FROM {self._scalar_rows}").fetchone()
+            except sqlite3.Error:
+                row = None  # a text longer than SQLite allows (SQLITE_MAX_LENGTH)
+            seqs = None if row is None else parse_integers(row[0])
+            if row is None or seqs is None or not np.array_equal(seqs, self._all_seqs):
+                # Not aggregated in seq order (or not at all): every column row by row.
                 keys = [*keys, *bulk, *(k for k in floats if k not in numbers)]
                 bulk, floats = [], []
             for index, key in enumerate(bulk):
