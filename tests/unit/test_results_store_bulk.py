@@ -253,10 +253,12 @@ def test_texts_longer_than_sqlite_allows_are_read_row_by_row(tmp_path: Path) -> 
         opened.put_many([{"exp.id": f"e{i}", "exp.model": f"model-{i % 3}",
                           "results.time": i / 4} for i in range(300)])
     with StoreArrays(path) as arrays:
-        if not hasattr(arrays._db, "setlimit"):
+        length = getattr(sqlite3, "SQLITE_LIMIT_LENGTH", None)
+        setlimit = getattr(arrays._db, "setlimit", None)
+        if length is None or setlimit is None:
             pytest.skip("Connection.setlimit needs Python 3.11")
         # 300 models of 7 characters make a text of 2,399 bytes: SQLite refuses it.
-        arrays._db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000)
+        setlimit(length, 1000)
         arrays.survey(["exp.model"], numbers=["results.time"])
         assert arrays._coded == {} and arrays._floats == {}
         model = arrays.codes("exp.model")
