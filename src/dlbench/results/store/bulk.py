@@ -43,7 +43,7 @@ SEPARATOR = "\x1f"
 #: A double ``v`` as two integers SQL computes exactly, ``v = m * 2**(e - 60)``:
 #: ``e`` is ``log2(|v|)`` cut to an integer, within one of v's binary exponent (as
 #: ``log2`` rounds, and the cut goes towards zero), so that ``m`` holds v's 53 bits
-#: in 58 to 62 bits of an integer: multiplying by a power of two and ``CAST`` of an
+#: in 60 to 62 bits of an integer: multiplying by a power of two and ``CAST`` of an
 #: integral double are exact. (Texts from SQLite's ``printf`` cost twice as much to
 #: make and to parse, and 17 digits of SQLite 3.40 are off in the last digit for some
 #: large exponents.) Outside 1e-280 to 1e300, where ``power`` over- or underflows,
@@ -84,8 +84,8 @@ class Coded:
 
 def floats_exact(db: sqlite3.Connection) -> bool:
     """Whether SQL on this connection splits doubles into integers exactly
-    (:func:`float_texts`): SQLite may lack its math functions (``log2``, ``power``,
-    ``floor``: a compile option), and ``pow`` is the C library's."""
+    (:func:`float_texts`): SQLite may lack its math functions (``log2``, ``power``:
+    a compile option), and ``pow`` is the C library's."""
     rng = np.random.default_rng(20261126)
     drawn = rng.normal(0.0, 1.0, 64) * 10.0 ** rng.integers(-270, 290, 64)
     checked = [*_CHECKED, *(-v for v in _CHECKED), *drawn.tolist()]
