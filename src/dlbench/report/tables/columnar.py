@@ -361,9 +361,10 @@ def columnar_table_report(arrays: StoreArrays, report_type: str, target: str = T
     # Which of the keys the report may read hold one value everywhere (the store
     # knows, or one scan), and the values of those that vary (one scan); the ids and
     # log files, which differ everywhere, are read only for the few records a warning
-    # names, and exp.status only where the experiments table says it is not ok.
+    # names, and exp.status only where the experiments table says it is not ok; the
+    # measured value is read in the scan of the varying keys.
     arrays.survey(table_report_keys(target),
-                  unread=("exp.id", "exp.log_file", "exp.status", target))
+                  unread=("exp.id", "exp.log_file", "exp.status", target), numbers=(target,))
     positions, values, warnings = _usable(arrays, target)
     data = _Usable(arrays, positions)
     data.fill()

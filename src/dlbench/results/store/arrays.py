@@ -39,6 +39,19 @@ import numpy as np
 from dlbench.errors import ResultsError
 from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import Store
+from dlbench.results.store.bulk import (
+    CODED_TYPES,
+    Coded,
+    code_floats,
+    column_text,
+    dense_codes,
+    float_texts,
+    floats_exact,
+    parse_coded,
+    parse_floats,
+    parse_integers,
+    seq_text,
+)
 from dlbench.results.store.columns import (
     INTEGER,
     JSON,
@@ -163,6 +176,10 @@ class StoreArrays:
         #: The records a scan of columns reads, in seq order (``ORDER BY r.seq``): the
         #: tables of the records alone, not joined to ``experiments`` row by row.
         self._rows = ROWS
+        #: The same without the series, for an aggregate over scalar columns only
+        #: (SQLite keeps an unused LEFT JOIN in an aggregate: a look-up in the series'
+        #: table per row, its pages read from disk when cold).
+        self._scalar_rows = f"{SCALARS_TABLE} AS r"
         #: The experiments alone (their seq, shape and status), or those chosen.
         self._experiments = "experiments AS e"
         self._in_exact = ""
@@ -178,6 +195,8 @@ class StoreArrays:
             self._rows = (
                 f"temp.arrays_chosen AS c CROSS JOIN {SCALARS_TABLE} AS r ON r.seq = c.seq "
                 f"LEFT JOIN {SERIES_TABLE} AS j ON j.seq = c.seq")
+            self._scalar_rows = (
+                f"temp.arrays_chosen AS c CROSS JOIN {SCALARS_TABLE} AS r ON r.seq = c.seq")
             self._experiments = ("temp.arrays_chosen AS c CROSS JOIN experiments AS e "
                                  "ON e.seq = c.seq")
             self._in_exact = " AND seq IN (SELECT seq FROM temp.arrays_chosen)"
@@ -192,7 +211,7 @@ class StoreArrays:
         self.seqs = self._selected(self._all_seqs)
         # Shapes numbered 0..k-1 (few: one per kind of record in a sweep), so that
         # which experiments have a key is a lookup in a table of k booleans.
-        shape_ids, dense = np.unique(all_shapes, return_inverse=True)
+        shape_ids, dense = dense_codes(all_shapes)
         self._shape_ids = shape_ids.tolist()
         self._all_shape_index = dense.reshape(-1)
         self.shape_index = self._selected(self._all_shape_index)
@@ -200,6 +219,11 @@ class StoreArrays:
         self._shape_keys = [keys_of.get(shape, frozenset()) for shape in self._shape_ids]
         self._present: dict[str, np.ndarray] = {}
         self._values: dict[str, list[Any]] = {}
+        #: Keys read in bulk (:mod:`~dlbench.results.store.bulk`): their codes over the
+        #: experiments holding them, and the float arrays of the measured values.
+        self._coded: dict[str, Coded] = {}
+        self._floats: dict[str, np.ndarray] = {}
+        self._floats_exact: bool | None = None
         self._infos: dict[str, KeyInfo] = {}
         self._exact_ids: set[int] | None = None
         #: key id → (single, first) as the writer keeps them (:mod:`~dlbench.results.
@@ -226,7 +250,8 @@ class StoreArrays:
             self._infos[key] = KeyInfo(key, single, held[0] if single else None)
         return self._infos[key]
 
-    def survey(self, keys: Sequence[str], unread: Collection[str] = ()) -> None:
+    def survey(self, keys: Sequence[str], unread: Collection[str] = (),
+               numbers: Collection[str] = ()) -> None:
         """Find out which of ``keys`` hold one value everywhere (what :meth:`info`
         says) without reading each key's values. The writer keeps, per key, whether
         every value stored is one (``keys.single``): one value in the store is one
@@ -238,7 +263,8 @@ class StoreArrays:
         value (one JSON text, one list). Keys with values in ``exact`` are surveyed
         there where every value is; those without a column are left to :meth:`info`.
         Then the values of the scalar keys that vary, less ``unread``, are read in one
-        more scan."""
+        more scan, and in that same scan the columns of ``numbers`` as
+        :meth:`numbers` reads them."""
         exact = self._exact_keys()
         asked = [self._keys[k] for k in dict.fromkeys(keys)
                  if k in self._keys and k not in self._infos]
@@ -263,7 +289,7 @@ class StoreArrays:
             columns = ", ".join(f"COUNT({k.ref}), MIN({k.ref}), MAX({k.ref})"
                                 for k in part)
             # Every record, or those chosen.
-            (row,) = self._query(f"SELECT {columns} FROM {self._rows}")
+            (row,) = self._query(f"SELECT {columns} FROM {self._rows_of(part)}")
             for index, key in enumerate(part):
                 count, low, high = row[3 * index:3 * index + 3]
                 held = int(shape_counts[self.shape_has(key.name)].sum())
@@ -274,9 +300,12 @@ class StoreArrays:
                     single, first = True, decode_column([low], key.type)[0]
                 self._infos[key.name] = KeyInfo(key.name, single, first)
         # Lists and dicts are read when they are asked for (their texts decoded).
+        measured = [self._keys[k] for k in dict.fromkeys(numbers) if k in self._keys]
         self._read_columns([k for k in asked if k.column and k.id not in exact
                             and not self._infos[k.name].single
-                            and k.name not in unread and k.type != JSON])
+                            and k.name not in unread and k.type != JSON],
+                           [k for k in measured if k.column and k.type in (REAL, INTEGER)
+                            and k.name not in self._values and k.name not in self._floats])
 
     def _exact_keys(self) -> set[int]:
         """The ids of the keys with values in ``exact``."""
@@ -299,8 +328,63 @@ class StoreArrays:
             if held and count == held and low == high:
                 self._infos[key.name] = KeyInfo(key.name, True, json.loads(low))
 
-    def _read_columns(self, keys: list[Key]) -> None:
-        """Read the values of ``keys`` (with columns, none in ``exact``) in one scan."""
+    def _read_columns(self, keys: list[Key], numbers: Sequence[Key] = ()) -> None:
+        """Read the values of ``keys`` (with columns, none in ``exact``), and the
+        columns of ``numbers`` as floats, in one scan: each column as one text where
+        :mod:`~dlbench.results.store.bulk` can, the others row by row."""
+        if (any(k.type == REAL for k in keys) or numbers) and self._floats_exact is None:
+            self._floats_exact = floats_exact(self._db)
+        exact_floats = bool(self._floats_exact)
+        bulk = [k for k in keys if k.type in CODED_TYPES and (k.type != REAL or exact_floats)]
+        floats = [*(k for k in bulk if k.type == REAL), *(numbers if exact_floats else [])]
+        bulk = [k for k in bulk if k.type != REAL]
+        keys = [k for k in keys if k not in bulk and k not in floats]
+        if bulk or floats:
+            texts = [seq_text("r.seq")]
+            for key in bulk:
+                texts.extend(column_text(key.ref, key.type))
+            for key in floats:
+                texts.extend(float_texts(key.ref))
+            try:
+                row = self._db.execute(
+                    f"SELECT {', '.join(texts)} FROM {self._scalar_rows}").fetchone()
+            except sqlite3.Error:
+                row = None  # a text longer than SQLite allows (SQLITE_MAX_LENGTH)
+            seqs = None if row is None else parse_integers(row[0])
+            if row is None or seqs is None or not np.array_equal(seqs, self._all_seqs):
+                # Not aggregated in seq order (or not at all): every column row by row.
+                keys = [*keys, *bulk, *(k for k in floats if k not in numbers)]
+                bulk, floats = [], []
+            for index, key in enumerate(bulk):
+                held = int(np.count_nonzero(self._present_all(key.name)))
+                coded = parse_coded(row[1 + 2 * index:3 + 2 * index], key.type, held)
+                if coded is None:
+                    keys.append(key)  # a NULL, a separator: read row by row
+                else:
+                    self._coded[key.name] = coded
+            for index, key in enumerate(floats, start=len(bulk)):
+                mantissas, exponents = row[1 + 2 * index:3 + 2 * index]
+                parsed = parse_floats(mantissas, exponents, int(self._all_seqs.size))
+                if key in numbers:
+                    if parsed is not None:
+                        self._floats[key.name] = parsed
+                    continue
+                coded = None if parsed is None else code_floats(
+                    parsed[self._present_all(key.name)])
+                if coded is None:
+                    keys.append(key)  # a NULL, a number out of range: row by row
+                else:
+                    self._coded[key.name] = coded
+        self._read_rows(keys)
+
+    def _rows_of(self, keys: Sequence[Key]) -> str:
+        """The rows an aggregate over the columns of ``keys`` scans: the series
+        joined only where one of them is there."""
+        return self._rows if any(key.type == JSON for key in keys) else self._scalar_rows
+
+    def _read_rows(self, keys: list[Key]) -> None:
+        """Read the values of ``keys`` (with columns, none in ``exact``) in one scan,
+        row by row."""
         if not keys:
             return
         columns = ", ".join(key.ref for key in keys)
@@ -359,6 +443,10 @@ class StoreArrays:
         size = int(self._all_seqs.size)
         if found is None:
             return [None] * size
+        if key in self._coded:
+            full, table = self._coded_codes(key)
+            self._values[key] = [table[code] for code in full.tolist()]
+            return self._values[key]
         if found.column:
             rows = self._query(f"SELECT {found.ref} FROM {self._rows} ORDER BY r.seq")
             if len(rows) != size:
@@ -379,6 +467,15 @@ class StoreArrays:
         self._values[key] = values
         return values
 
+    def _coded_codes(self, key: str) -> tuple[np.ndarray, list[Any]]:
+        """The codes of a key read in bulk over all experiments, and their values, the
+        last None (the code of an absent key: no value read in bulk is None)."""
+        coded = self._coded[key]
+        table = [*coded.values, None]
+        full = np.full(self._all_seqs.size, len(table) - 1, dtype=np.int64)
+        full[self._present_all(key)] = coded.codes
+        return full, table
+
     def codes(self, key: str) -> KeyCodes:
         """``key`` over the selected experiments as codes into its distinct values."""
         present_all = self._present_all(key)
@@ -391,6 +488,9 @@ class StoreArrays:
             one = [known.first] if known.first is None else [known.first, None]
             full = np.where(present_all, 0, len(one) - 1).astype(np.int64)
             return KeyCodes(self._selected(full), one, self._selected(present_all))
+        if key in self._coded and key not in self._values:
+            full, table = self._coded_codes(key)
+            return KeyCodes(self._selected(full), table, self._selected(present_all))
         all_values = self._all_values(key)
         held = (all_values if present_all.all()
                 else list(itertools.compress(all_values, present_all.tolist())))
@@ -493,12 +593,16 @@ class StoreArrays:
         else:
             # A column of numbers, converted by NumPy (NULL is NaN); a value it does not
             # hold exactly is in exact.
-            rows = self._query(f"SELECT CASE WHEN typeof({found.ref}) IN ('integer', 'real') "
-                               f"THEN {found.ref} END FROM {self._rows} ORDER BY r.seq")
-            if len(rows) != self._all_seqs.size:
-                raise ResultsError(f"{self.path}: the rows of results do not match the "
-                                   "experiments (the file was changed by hand?)")
-            values = np.array(rows, dtype=float).reshape(-1)
+            read = self._floats.pop(key, None)  # read in bulk by survey()
+            if read is None:
+                rows = self._query(
+                    f"SELECT CASE WHEN typeof({found.ref}) IN ('integer', 'real') "
+                    f"THEN {found.ref} END FROM {self._rows} ORDER BY r.seq")
+                if len(rows) != self._all_seqs.size:
+                    raise ResultsError(f"{self.path}: the rows of results do not match the "
+                                       "experiments (the file was changed by hand?)")
+                read = np.array(rows, dtype=float).reshape(-1)
+            values = read
             exact = self._query(f"SELECT seq, value FROM exact WHERE key = ?{self._in_exact}",
                                 (found.id,))
             if exact:
