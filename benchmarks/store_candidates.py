@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from dlbench.results.store.columns import quoted
+
 MODELS = ["resnet50", "vgg16", "bert_base", "gpt2", "alexnet", "inception_v3", "mlp", "lstm"]
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 CHUNK = 1_000
@@ -77,11 +79,6 @@ def as_row(record: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(json.dumps(v) if isinstance(v, (list, dict)) else v for v in record.values())
 
 
-def quoted(name: str) -> str:
-    """An SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
-
-
 AGGREGATE = ('SELECT "exp.model", "exp.replica_batch", avg("results.throughput"), count(*) '
              'FROM {table} GROUP BY 1, 2 ORDER BY 1, 2')
 #: 1 % of the records: one model of eight, one batch of ten, a repeat index... scaled
@@ -118,6 +115,14 @@ class Measured:
                               f"rss +{(rss_after - rss_before) / 1024:6.1f} MiB")
         return result
 
+    def queries(self, db: Any, table: str) -> None:
+        """The aggregate and the 1 % selection, in plain SQL, on ``table`` of ``db``
+        (an SQLite or DuckDB connection)."""
+        rows = self.step("group by", lambda: db.execute(AGGREGATE.format(table=table)).fetchall())
+        self.figures["groups"] = str(len(rows))
+        found = self.step("where 1%", lambda: db.execute(WHERE.format(table=table)).fetchall())
+        self.figures["selected"] = str(len(found))
+
 
 def sqlite_candidate(count: int, folder: Path) -> dict[str, str]:
     """SQLite, one wide table, WAL, one transaction per chunk."""
@@ -152,12 +157,7 @@ def sqlite_candidate(count: int, folder: Path) -> dict[str, str]:
     measured.step("write", write, again=False)
     measured.figures["size"] = f"{path.stat().st_size / 2**20:.1f} MiB"
     db = sqlite3.connect(path)
-    rows = measured.step("group by", lambda: db.execute(
-        AGGREGATE.format(table="results")).fetchall())
-    measured.figures["groups"] = str(len(rows))
-    found = measured.step("where 1%", lambda: db.execute(
-        WHERE.format(table="results")).fetchall())
-    measured.figures["selected"] = str(len(found))
+    measured.queries(db, "results")
     db.close()
     return measured.figures
 
@@ -203,12 +203,7 @@ def duckdb_candidate(count: int, folder: Path) -> dict[str, str]:
     measured.step("write", write, again=False)
     measured.figures["size"] = f"{path.stat().st_size / 2**20:.1f} MiB"
     db = duckdb.connect(str(path), read_only=True)
-    rows = measured.step("group by", lambda: db.execute(
-        AGGREGATE.format(table="results")).fetchall())
-    measured.figures["groups"] = str(len(rows))
-    found = measured.step("where 1%", lambda: db.execute(
-        WHERE.format(table="results")).fetchall())
-    measured.figures["selected"] = str(len(found))
+    measured.queries(db, "results")
     db.close()
     return measured.figures
 
@@ -229,11 +224,7 @@ def parquet_candidate(count: int, folder: Path) -> dict[str, str]:
     measured.step("write (from DuckDB)", write, again=False)
     measured.figures["size"] = f"{path.stat().st_size / 2**20:.1f} MiB"
     db = duckdb.connect()
-    table = f"read_parquet('{path}')"
-    rows = measured.step("group by", lambda: db.execute(AGGREGATE.format(table=table)).fetchall())
-    measured.figures["groups"] = str(len(rows))
-    found = measured.step("where 1%", lambda: db.execute(WHERE.format(table=table)).fetchall())
-    measured.figures["selected"] = str(len(found))
+    measured.queries(db, f"read_parquet('{path}')")
     db.close()
     return measured.figures
 

@@ -44,7 +44,7 @@ def _comparable(record: dict[str, Any]) -> dict[str, Any]:
 def test_only_one_cpu_process_of_a_fork_safe_framework_is_forked(tmp_path: Path) -> None:
     [toy] = _plan(tmp_path, "exp.model=toy")
     env = {"CUDA_VISIBLE_DEVICES": ""}  # hides every GPU, whatever the machine has
-    assert not forkserver.gpu_visible(env) and not forkserver.gpu_visible(
+    assert not devices.cuda_device_visible(env) and not devices.cuda_device_visible(
         {"CUDA_VISIBLE_DEVICES": "-1"})
     assert unsuitable(toy, env) == ""
     assert unsuitable({**toy, "exp.fork_server": "never"}, env) == "exp.fork_server=never"

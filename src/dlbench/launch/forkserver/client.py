@@ -54,7 +54,7 @@ from dlbench.launch.command import note_worker_env, uses_torchrun, worker_argv, 
 from dlbench.launch.local.process import WorkerProcess, die_with_parent, start_worker
 
 __all__ = ["FORK_SAFE_MODULES", "GPU_FORK_SAFE_MODULES", "ForkServer", "ForkServerError",
-           "ForkedWorker", "Forks", "gpu_visible", "unsuitable", "uses_gpu"]
+           "ForkedWorker", "Forks", "unsuitable", "uses_gpu"]
 
 #: Backends whose framework survives a fork of a process that imported it (and ran
 #: nothing): PyTorch's thread pools and CUDA start lazily, on first use.
@@ -74,16 +74,10 @@ class ForkServerError(Exception):
     """The fork server could not start, refused a request, or died."""
 
 
-def gpu_visible(env: Mapping[str, str]) -> bool:
-    """Whether a CUDA GPU may be visible to a worker with ``env``: an NVIDIA device
-    node exists and ``CUDA_VISIBLE_DEVICES`` does not hide every GPU."""
-    return cuda_device_visible(env)
-
-
 def uses_gpu(experiment: Mapping[str, Any], env: Mapping[str, str]) -> bool:
     """Whether ``experiment``'s worker uses a GPU or could see one (and a framework
     could start CUDA on it): what the server must check before it forks it."""
-    return bool(str(experiment.get("exp.gpus", ""))) or gpu_visible(env)
+    return bool(str(experiment.get("exp.gpus", ""))) or cuda_device_visible(env)
 
 
 def unsuitable(experiment: Mapping[str, Any], env: Mapping[str, str]) -> str:
