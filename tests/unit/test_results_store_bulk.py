@@ -15,12 +15,19 @@ import pytest
 from dlbench.results.store import Store
 from dlbench.results.store.arrays import StoreArrays
 from dlbench.results.store.bulk import (
+    COMMA,
+    DICTIONARY_JOINS,
+    SEPARATOR,
+    SUM,
     code_floats,
     column_text,
     dense_codes,
+    dictionary_text,
     float_texts,
     floats_exact,
+    join_parts,
     parse_coded,
+    parse_dictionary,
     parse_floats,
     parse_integers,
 )
@@ -32,6 +39,39 @@ def test_texts_are_coded_in_the_order_first_held() -> None:
     assert coded is not None
     assert coded.values == ["b", "a", "c"]
     assert coded.codes.tolist() == [0, 1, 0, 2]
+
+
+def test_texts_coded_in_sql_against_a_dictionary() -> None:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, s TEXT)")
+    db.executemany("INSERT INTO t (s) VALUES (?)",
+                   [("b",), (None,), ("a",), ("c",), ("b",), ("d\x1fe",), ("c",)])
+    sql, params = dictionary_text("s", ["a", "b"])
+    assert params == ["a", "b", "a", "b"]
+    row = db.execute(f"SELECT {', '.join(sql)} FROM t", params).fetchone()
+    # Each row's index in the dictionary (-1: NULL, or a text not in it), those texts.
+    assert row == ("1,-1,0,-1,1,-1,-1", "c\x1fd\x1fe\x1fc", 6)
+    present = np.array([True, False, True, True, True, True, True])
+    assert parse_dictionary(row, ["a", "b"], present) is None  # "d\x1fe" splits in two
+    # A record held as None (NULL where the shape says it has the key): not said.
+    assert parse_dictionary(row, ["a", "b"], np.ones(7, dtype=bool)) is None
+    db.execute("UPDATE t SET s = 'd' WHERE seq = 6")
+    row = db.execute(f"SELECT {', '.join(sql)} FROM t", params).fetchone()
+    coded = parse_dictionary(row, ["a", "b"], present)
+    assert coded is not None
+    # In the order first held, as parse_coded codes the texts themselves.
+    assert coded.values == ["b", "a", "c", "d"]
+    assert coded.codes.tolist() == [0, 1, 2, 0, 3, 2]
+    plain = parse_coded(db.execute(f"SELECT {', '.join(column_text('s', TEXT))} FROM t"
+                                   ).fetchone(), TEXT, 6)
+    assert plain is not None and plain.values == coded.values
+    assert plain.codes.tolist() == coded.codes.tolist()
+    # No dictionary: every text comes back as itself.
+    sql, params = dictionary_text("s", [])
+    row = db.execute(f"SELECT {', '.join(sql)} FROM t", params).fetchone()
+    empty = parse_dictionary(row, [], present)
+    assert empty is not None and empty.values == coded.values
+    assert len(DICTIONARY_JOINS) == len(sql)
 
 
 def test_integers_are_coded_in_their_order() -> None:
@@ -136,13 +176,21 @@ def store(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_store_read_in_bulk_and_row_by_row(store: Path) -> None:
+@pytest.mark.parametrize("sampled", [4096, 1])
+def test_a_store_read_in_bulk_and_row_by_row(
+        store: Path, sampled: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dlbench.results.store.arrays as arrays_module
+
+    # The texts coded against those of the first rows (all of them, or one row's).
+    monkeypatch.setattr(arrays_module, "_SAMPLED", sampled)
     with StoreArrays(store) as arrays:
         arrays.survey(KEYS, numbers=["results.time"])
-        # Plain texts, integers, floats and booleans in bulk; a text holding the
-        # separator and a key held as None row by row.
+        # Texts, integers, floats and booleans in bulk, a text holding the separator
+        # too (in the dictionary: a parameter of the SQL, not a part of its text); a
+        # key held as None row by row. With one row sampled, "a", "c" and "z" come
+        # back as themselves.
         assert set(arrays._coded) == {"exp.model", "exp.replica_batch", "user.ratio",
-                                      "user.flag"}
+                                      "user.flag", "user.sep"}
         model = arrays.codes("exp.model")
         assert model.values == ["b", "a", "c", None]
         assert model.codes.tolist() == [0, 1, 0, 2]
@@ -266,3 +314,159 @@ def test_texts_longer_than_sqlite_allows_are_read_row_by_row(tmp_path: Path) -> 
         assert model.codes[:4].tolist() == [0, 1, 2, 0]
         times, _ = arrays.numbers("results.time")
         assert times[:3].tolist() == [0.0, 0.25, 0.5] and times[299] == 74.75
+
+
+def test_parts_of_the_rows_join_into_the_aggregates_over_all() -> None:
+    # seq; a text column and its count; an integer column; a float's two texts.
+    parts = [("1,2", "a\x1fb", 2, "5,6", None, "7,8", "0,1"),
+             (None, None, 0, None, None, None, None),  # a part with no rows
+             ("3", "", 1, "9", None, "9", "2")]
+    joins = [COMMA, SEPARATOR, SUM, COMMA, None, COMMA, COMMA]
+    assert join_parts(parts, joins) == ("1,2,3", "a\x1fb\x1f", 3, "5,6,9", None, "7,8,9",
+                                        "0,1,2")
+    assert join_parts([parts[1]], joins) == (None, None, 0, None, None, None, None)
+
+
+def _many(count: int, model: str = "m") -> list[dict[str, Any]]:
+    return [{"exp.id": f"e{i:03d}", "exp.model": f"{model}{i % 3}", "exp.replica_batch": i % 5,
+             "user.ratio": i / 8, "exp.status": "ok" if i % 7 else "failure",
+             "results.time": 1.0 + i / 16} for i in range(count)]
+
+
+@pytest.fixture()
+def parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores of a few records read in three parts, as a million are on three
+    processors."""
+    import dlbench.results.store.parts as parts_module
+
+    monkeypatch.setattr(parts_module, "PART_MIN", 10)
+    monkeypatch.setattr(parts_module, "processors", lambda: 3)
+
+
+def _read(path: Path, where: dict[str, Any] | None = None) -> dict[str, Any]:
+    with StoreArrays(path, where) as arrays:
+        arrays.survey(["exp.model", "exp.replica_batch", "user.ratio"],
+                      numbers=["results.time"])
+        found = {key: (arrays.codes(key).values, arrays.codes(key).codes.tolist())
+                 for key in ("exp.model", "exp.replica_batch", "user.ratio")}
+        found["parts"] = arrays._parts
+        found["bulk"] = sorted(arrays._coded)
+        found["time"] = arrays.numbers("results.time")[0].tolist()
+        return found
+
+
+def test_a_large_store_is_read_in_parts_as_in_one(tmp_path: Path, parts: None) -> None:
+    path = tmp_path / "results.sqlite"
+    with Store(path) as opened:
+        opened.put_many(_many(40))
+    whole = tmp_path / "whole.sqlite"
+    with Store(whole) as opened:
+        opened.put_many(_many(40))
+    read = _read(path)
+    assert read.pop("parts") == [(1, 13), (14, 27), (28, 40)]
+    assert read["bulk"] == ["exp.model", "exp.replica_batch", "user.ratio"]
+    assert read["exp.model"] == (["m0", "m1", "m2", None], [i % 3 for i in range(40)])
+    assert read["time"] == [1.0 + i / 16 for i in range(40)]
+    import dlbench.results.store.parts as parts_module
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parts_module, "processors", lambda: 1)
+        alone = _read(whole)
+    assert alone.pop("parts") == [(1, 40)]
+    assert read == alone
+    # A selection is read in this connection only (its temporary table is its own).
+    assert _read(path, {"exp.model": "m1"})["parts"] == []
+
+
+def test_parts_read_after_a_write_are_read_again_in_the_reader_s_state(
+        tmp_path: Path, parts: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dlbench.results.store.parts as parts_module
+
+    path = tmp_path / "results.sqlite"
+    with Store(path) as opened:
+        opened.put_many(_many(40))
+    connections: list[str] = []
+    connect = parts_module.connect_read_only
+
+    def counted(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connections.append("opened")
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(parts_module, "connect_read_only", counted)
+    with StoreArrays(path) as arrays:
+        # Written after the reader began: each record of the last part replaced in
+        # place, another added. The reader's state has neither.
+        with Store(path) as writer:
+            writer.put_many([*_many(40, model="new")[27:], {"exp.id": "late"}])
+        arrays.survey(["exp.model"], numbers=["results.time"])
+        model = arrays.codes("exp.model")
+        assert model.values == ["m0", "m1", "m2", None]
+        assert model.codes.tolist() == [i % 3 for i in range(40)]
+    # A connection for each other part of the experiments, read before the write, and
+    # one for each other part of the scalars, whose reads were not of the reader's
+    # state and were read again in its own.
+    assert len(connections) == 4
+
+
+@pytest.mark.parametrize("odd", [False, True])
+def test_statuses_other_than_ok_are_read_from_the_experiments(tmp_path: Path, odd: bool
+                                                              ) -> None:
+    path = tmp_path / "results.sqlite"
+    records: list[dict[str, Any]] = [
+        {"exp.id": "a", "exp.status": "ok"}, {"exp.id": "b", "exp.status": "failure"},
+        {"exp.id": "c", "exp.status": None}, {"exp.id": "d"},
+        {"exp.id": "e", "exp.status": 3 if odd else "skipped"}, {"exp.id": "f", "exp.status": "ok"}]
+    with Store(path) as opened:
+        opened.put_many(records)
+    with StoreArrays(path) as arrays:
+        positions, values = arrays.other_than("exp.status", "ok")
+        assert positions.tolist() == [1, 2, 4]
+        assert values == ["failure", None, 3 if odd else "skipped"]
+    with StoreArrays(path, {"exp.id": ["a", "c", "e"]}) as arrays:
+        positions, values = arrays.other_than("exp.status", "ok")
+        assert positions.tolist() == [1, 2] and values == [None, 3 if odd else "skipped"]
+
+
+@pytest.mark.parametrize("query", [
+    {"exp.model": "m1"},  # the index, each part walking it
+    {"exp.model": ["m0", "m2"], "exp.replica_batch": {"$gte": 2}},
+    {"exp.replica_batch": 3},  # a scan, each part its own rows
+    {"exp.model": "^m[12]$", "user.ratio": {"$lt": 3}},  # a regular expression, in Python
+    {"results.time": 1.0},  # values in exact: 1.0 is held as the float it is
+])
+def test_a_selection_is_found_in_parts_as_in_one(
+        tmp_path: Path, parts: None, monkeypatch: pytest.MonkeyPatch, query: dict[str, Any]
+) -> None:
+    import dlbench.results.store.parts as parts_module
+    import dlbench.results.store.read as read_module
+
+    path = tmp_path / "results.sqlite"
+    records = _many(40)
+    records[5]["results.time"] = 1  # an int under a float key: in exact
+    with Store(path) as opened:
+        opened.put_many(records)
+    statements: list[str] = []
+    spread = read_module.in_parts
+
+    def spy(db: sqlite3.Connection, *args: Any) -> Any:
+        statements.append(args[2])
+        plan = " ".join(str(row[-1]) for row in db.execute(
+            f"EXPLAIN QUERY PLAN {args[2]}", [*args[3], 1, 2]))
+        statements.append(plan)
+        return spread(db, *args)
+
+    monkeypatch.setattr(read_module, "in_parts", spy)
+    with Store(path, create=False) as store:
+        found = [r["exp.id"] for r in store.records(where=query, keys=["exp.id"])]
+    monkeypatch.setattr(parts_module, "PART_MIN", 1000)  # 40 records: one part
+    with Store(path, create=False) as store:
+        alone = [r["exp.id"] for r in store.records(where=query, keys=["exp.id"])]
+    from dlbench.results.query import match
+
+    assert found == alone == [r["exp.id"] for r in records if match(r, query)]
+    assert found  # every query selects some
+    sql, plan = statements  # read in parts once, not when alone
+    if "exp.model" in query and query["exp.model"] != "^m[12]$":
+        assert "+r.seq BETWEEN" in sql and "INDEX by exp.model" in plan
+    else:
+        assert "AND r.seq BETWEEN" in sql and "INTEGER PRIMARY KEY" in plan

@@ -115,7 +115,8 @@ def test_a_format_1_store_is_converted_when_opened(
             {"exp.id": "b"}]
         store.put({"exp.id": "d"})
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta").fetchall() == [(str(FORMAT_VERSION),)]
+    assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchall() == [
+        (str(FORMAT_VERSION),)]
     assert db.execute("SELECT id, updated FROM experiments ORDER BY seq LIMIT 1").fetchall() == [
         ("b", "2026-01-01T00:00:00+00:00")]
     db.close()
@@ -218,7 +219,8 @@ def test_a_format_2_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
                       "results_series"}
     assert db.execute("SELECT type FROM sqlite_master WHERE name = 'results'").fetchone() == (
         "view",)
-    assert db.execute("SELECT value FROM meta").fetchall() == [(str(FORMAT_VERSION),)]
+    assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchall() == [
+        (str(FORMAT_VERSION),)]
     assert db.execute("SELECT updated FROM experiments ORDER BY seq LIMIT 1").fetchone() == (
         "2026-02-01T00:00:00+00:00",)
     # What an SQL reader sees: the value where SQL holds it, NULL for null and NaN.
@@ -366,7 +368,8 @@ def test_a_format_3_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
     assert _single(old)["exp.model"] == (1, '["m",null]')
     db = sqlite3.connect(old)
     try:
-        assert db.execute("SELECT value FROM meta").fetchall() == [(str(FORMAT_VERSION),)]
+        assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchall() == [
+        (str(FORMAT_VERSION),)]
         assert db.execute("SELECT * FROM results").fetchall() == sqlite3.connect(
             direct).execute("SELECT * FROM results").fetchall()
     finally:
@@ -392,3 +395,67 @@ def test_an_empty_format_3_store_is_converted_and_takes_records(tmp_path: Path) 
         assert db.execute("SELECT * FROM results").fetchall() == [("a", "[1]")]
     finally:
         db.close()
+
+
+def _meta_and_indexes(path: Path) -> tuple[dict[str, str], list[str]]:
+    db = sqlite3.connect(path)
+    try:
+        return (dict(db.execute("SELECT key, value FROM meta").fetchall()),
+                [row[0] for row in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+                    "AND tbl_name = 'results_scalars'")])
+    finally:
+        db.close()
+
+
+def test_every_write_is_counted_and_the_model_indexed(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        assert _meta_and_indexes(path) == ({"format_version": str(FORMAT_VERSION),
+                                            "writes": "0"}, [])
+        store.put({"exp.id": "a", "exp.model": "m"})  # the column made, and its index
+        store.put_many([{"exp.id": "b", "exp.model": "n"}, {"exp.id": "c"}])
+        store.put({"exp.id": "a", "exp.model": "o"})  # a record replaced: a write too
+        with pytest.raises(ValueError):
+            store.put_many([{"exp.id": "d"}, {"exp.id": ""}])  # refused before writing
+        assert _meta_and_indexes(path) == ({"format_version": str(FORMAT_VERSION),
+                                            "writes": "3"}, ["by exp.model"])
+
+
+def test_a_selection_by_model_reads_the_index(tmp_path: Path) -> None:
+    from dlbench.results.store.columns import JOINED
+    from dlbench.results.store.where import where_sql
+
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        store.put_many([{"exp.id": f"e{i}", "exp.model": f"m{i % 4}", "exp.replica_batch": i}
+                        for i in range(40)])
+        catalogue = store._reader.catalogue()
+        for query in ({"exp.model": "m1"}, {"exp.model": ["m1", "m2"]},
+                      {"exp.model": "m1", "exp.replica_batch": {"$gt": 4}}):
+            condition, params = where_sql(query, catalogue, set())
+            plan = " ".join(row[-1] for row in store._db.execute(
+                f"EXPLAIN QUERY PLAN SELECT r.seq FROM {JOINED} WHERE {condition}", params))
+            assert "INDEX by exp.model (exp.model" in plan, (query, plan)
+        # What the index finds is what the records match.
+        assert [r["exp.id"] for r in store.records(where={"exp.model": "m1"})] == [
+            f"e{i}" for i in range(1, 40, 4)]
+
+
+def test_a_format_4_store_is_converted_to_an_index_and_a_count_of_writes(
+        tmp_path: Path) -> None:
+    records = [ODD, {"exp.id": "b", "exp.model": "m", "results.time": 2.5},
+               {"exp.id": "c", "exp.model": "n"}]
+    path = tmp_path / "old.sqlite"
+    with Store(path) as store:
+        store.put_many(records)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute('DROP INDEX "by exp.model"')
+    db.execute("DELETE FROM meta WHERE key = 'writes'")
+    db.execute("UPDATE meta SET value = '4' WHERE key = 'format_version'")
+    db.close()
+    with Store(path, create=False) as store:  # a reader converts it, once
+        assert _same(store.records(), records)
+        assert [r["exp.id"] for r in store.records(where={"exp.model": "n"})] == ["c"]
+    assert _meta_and_indexes(path) == ({"format_version": str(FORMAT_VERSION),
+                                        "writes": "1"}, ["by exp.model"])

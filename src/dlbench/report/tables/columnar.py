@@ -48,6 +48,7 @@ from dlbench.report.aggregate import (
 from dlbench.report.cells import Report, Table
 from dlbench.report.tables.columnar_groups import (
     count_distinct,
+    distinct,
     first_appearance,
     group_means,
     ordered_counts,
@@ -119,7 +120,7 @@ class _Usable:
     def __init__(self, arrays: StoreArrays, positions: np.ndarray) -> None:
         self.arrays = arrays
         self.positions = positions
-        self.shapes = np.unique(arrays.shape_index[positions])
+        self.shapes = distinct(arrays.shape_index[positions])
         self._codes: dict[str, _Column] = {}
         self._present: dict[str, np.ndarray] = {}
         self._filled: set[str] = set()
@@ -274,7 +275,7 @@ class _Group:
     def __init__(self, data: _Usable, members: np.ndarray) -> None:
         self.data = data
         self.members = members
-        self.shapes = np.unique(data.arrays.shape_index[data.positions[members]])
+        self.shapes = distinct(data.arrays.shape_index[data.positions[members]])
         self._codes: dict[str, np.ndarray] = {}
 
     def codes(self, key: str) -> np.ndarray:
@@ -340,7 +341,7 @@ def _group_tables(
     # The throughput of a cell needs the set of its effective batches: one stand-in
     # record per distinct combination of what effective_batch() reads.
     batch = group.data.get("exp.effective_batch")
-    numeric = all(as_number(batch.values[c]) is not None for c in np.unique(batch.codes))
+    numeric = all(as_number(batch.values[c]) is not None for c in distinct(batch.codes))
     read = _EFFECTIVE[:1] if numeric else _EFFECTIVE
     grid.cells = {cell: [] for cell in cells}
     _, combos = first_appearance([cell_ids, *(group.codes(k) for k in read)], size)

@@ -67,6 +67,12 @@ def stable_order(ids: np.ndarray, count: int) -> np.ndarray:
     return np.argsort(ids, kind="stable")
 
 
+def distinct(codes: np.ndarray) -> np.ndarray:
+    """The distinct values of ``codes`` (non-negative integers) in order: what
+    ``numpy.unique`` gives, by a count instead of a sort."""
+    return np.flatnonzero(np.bincount(codes)) if codes.size else np.zeros(0, dtype=np.int64)
+
+
 def count_distinct(codes: np.ndarray) -> int:
     """How many distinct values ``codes`` (non-negative integers) holds."""
     return int(np.count_nonzero(np.bincount(codes))) if codes.size else 0

@@ -23,8 +23,10 @@ type)``, ``shapes(id, keys)``, ``exact(seq, key, value)``. 4. As 3, but the colu
 live in ``results_scalars(seq, "exp.id", ...)`` (scalars) and ``results_series(seq,
 ...)`` (lists and dicts), ``results`` being the view that joins them, so that a scan
 of the scalars does not read the series' pages; ``keys`` gains ``single`` and
-``first`` (:mod:`dlbench.results.store.write`). Stores of formats 1, 2 and 3 are
-converted when they are opened, in one transaction
+``first`` (:mod:`dlbench.results.store.write`). 5. As 4, with an index on the
+columns of the keys queries name most (``exp.model``) and ``meta.writes``, the count
+of write transactions (which tells two connections reading at once that they read one
+state). Stores of formats 1 to 4 are converted when they are opened, in one transaction
 (:mod:`dlbench.results.store.legacy`). Example:: with Store.in_directory("runs/sweep1")
 as store: store.put({"exp.id": "a1b2", "exp.status": "ok", "results.time": 41.7}) fast =
 store.records(where={"results.time": {"$lt": 50}}, series=False)
@@ -45,14 +47,14 @@ from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import legacy
 from dlbench.results.store.read import Reader, Survey
 from dlbench.results.store.where import register
-from dlbench.results.store.write import SCHEMA, Writer
+from dlbench.results.store.write import SCHEMA, Writer, count_write
 
 __all__ = ["FORMAT_VERSION", "STORE_FILENAME", "Store", "Survey"]
 
 STORE_FILENAME = "results.sqlite"
 
 #: The newest store format this code reads and writes (see the module's history).
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 #: How long a writer waits for another process's transaction before giving up.
 _BUSY_TIMEOUT_S = 60.0
@@ -203,17 +205,20 @@ class Store:
         _make_tables(self._db)
 
     def _migrate(self) -> None:
-        """Convert a store of format 1, 2 or 3 to this layout, in one transaction: a
+        """Convert a store of format 1 to 4 to this layout, in one transaction: a
         reader sees the old store or the new one, never half of each. The old records
-        are read a chunk at a time, so memory stays bounded; format 3's are moved in
-        SQL."""
+        are read a chunk at a time, so memory stays bounded; format 3's and 4's are
+        converted in SQL."""
         try:
             with self._transaction():
                 version = self._version()
                 if version == FORMAT_VERSION:
                     return  # another process converted it while we waited for the lock
-                if version == 3:
-                    legacy.convert_format3(self._db)
+                if version in (3, 4):
+                    if version == 3:
+                        legacy.convert_format3(self._db)
+                    legacy.convert_format4(self._db)
+                    count_write(self._db)
                     self._db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
                                      (str(FORMAT_VERSION),))
                     return

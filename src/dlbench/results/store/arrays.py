@@ -41,13 +41,20 @@ from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import Store
 from dlbench.results.store.bulk import (
     CODED_TYPES,
+    COMMA,
+    DICTIONARY_JOINS,
+    DICTIONARY_MAX,
     Coded,
     code_floats,
+    column_joins,
     column_text,
     dense_codes,
+    dictionary_text,
     float_texts,
     floats_exact,
+    join_parts,
     parse_coded,
+    parse_dictionary,
     parse_floats,
     parse_integers,
     seq_text,
@@ -59,9 +66,11 @@ from dlbench.results.store.columns import (
     ROWS,
     SCALARS_TABLE,
     SERIES_TABLE,
+    TEXT,
     Key,
     decode_column,
 )
+from dlbench.results.store.parts import Part, in_parts, split
 from dlbench.results.store.read import Reader
 from dlbench.results.store.where import register
 from dlbench.results.store.write import SCHEMA, Writer
@@ -69,6 +78,9 @@ from dlbench.results.store.write import SCHEMA, Writer
 #: Keys surveyed per statement by :meth:`StoreArrays.survey` (three results each;
 #: SQLite allows 2,000 by default).
 _SURVEYED = 500
+
+#: Rows whose texts make the dictionaries a scan codes text columns against.
+_SAMPLED = 4096
 
 #: The key a record's own ``exp.id`` is kept under in a store of records
 #: (:meth:`StoreArrays.of_records`), whose rows need ids of their own: records read
@@ -179,7 +191,9 @@ class StoreArrays:
         #: The same without the series, for an aggregate over scalar columns only
         #: (SQLite keeps an unused LEFT JOIN in an aggregate: a look-up in the series'
         #: table per row, its pages read from disk when cold).
-        self._scalar_rows = f"{SCALARS_TABLE} AS r"
+        #: NOT INDEXED: the table's rows in seq order, never those of an index that
+        #: holds every column read (``exp.model``'s), which come in its order.
+        self._scalar_rows = f"{SCALARS_TABLE} AS r NOT INDEXED"
         #: The experiments alone (their seq, shape and status), or those chosen.
         self._experiments = "experiments AS e"
         self._in_exact = ""
@@ -202,10 +216,14 @@ class StoreArrays:
             self._in_exact = " AND seq IN (SELECT seq FROM temp.arrays_chosen)"
         # Two integers per experiment, as two texts NumPy parses: a million rows
         # fetched as Python tuples would cost a second.
-        texts = self._db.execute(
+        # Read in parts at once where every record is read (:mod:`~dlbench.results.
+        # store.parts`): a query's chosen records are in this connection's own table.
+        self._parts: list[Part] = [] if where or not self.stored_ids else split(
+            self._db, self.path)
+        texts = self._in_parts(
             "SELECT group_concat(seq), group_concat(shape) FROM "
             f"(SELECT e.seq AS seq, e.shape AS shape FROM {self._experiments} "
-            "ORDER BY e.seq)").fetchone()
+            f"{self._ranged('e')} ORDER BY e.seq)", [COMMA, COMMA])
         self._all_seqs, all_shapes = (_integers(text) for text in texts)
         self._mask: np.ndarray | None = None
         self.seqs = self._selected(self._all_seqs)
@@ -341,29 +359,45 @@ class StoreArrays:
         keys = [k for k in keys if k not in bulk and k not in floats]
         if bulk or floats:
             texts = [seq_text("r.seq")]
+            joins: list[str | None] = [COMMA]
+            params: list[Any] = []
+            dictionaries = self._dictionaries([k for k in bulk if k.type == TEXT])
             for key in bulk:
-                texts.extend(column_text(key.ref, key.type))
+                if key.name in dictionaries:
+                    sql, bound = dictionary_text(key.ref, dictionaries[key.name])
+                    texts.extend(sql)
+                    joins.extend(DICTIONARY_JOINS)
+                    params.extend(bound)
+                else:
+                    texts.extend(column_text(key.ref, key.type))
+                    joins.extend(column_joins(key.type))
             for key in floats:
                 texts.extend(float_texts(key.ref))
-            try:
-                row = self._db.execute(
-                    f"SELECT {', '.join(texts)} FROM {self._scalar_rows}").fetchone()
-            except sqlite3.Error:
-                row = None  # a text longer than SQLite allows (SQLITE_MAX_LENGTH)
+                joins.extend((COMMA, COMMA))
+            row = self._aggregate(texts, joins, params)
             seqs = None if row is None else parse_integers(row[0])
             if row is None or seqs is None or not np.array_equal(seqs, self._all_seqs):
                 # Not aggregated in seq order (or not at all): every column row by row.
                 keys = [*keys, *bulk, *(k for k in floats if k not in numbers)]
-                bulk, floats = [], []
-            for index, key in enumerate(bulk):
-                held = int(np.count_nonzero(self._present_all(key.name)))
-                coded = parse_coded(row[1 + 2 * index:3 + 2 * index], key.type, held)
+                bulk, floats, row = [], [], ()
+            at = 1
+            for key in bulk:
+                coded: Coded | None
+                if key.name in dictionaries:
+                    coded = parse_dictionary(row[at:at + 3], dictionaries[key.name],
+                                             self._present_all(key.name))
+                    at += 3
+                else:
+                    held = int(np.count_nonzero(self._present_all(key.name)))
+                    coded = parse_coded(row[at:at + 2], key.type, held)
+                    at += 2
                 if coded is None:
                     keys.append(key)  # a NULL, a separator: read row by row
                 else:
                     self._coded[key.name] = coded
-            for index, key in enumerate(floats, start=len(bulk)):
-                mantissas, exponents = row[1 + 2 * index:3 + 2 * index]
+            for key in floats:
+                mantissas, exponents = row[at:at + 2]
+                at += 2
                 parsed = parse_floats(mantissas, exponents, int(self._all_seqs.size))
                 if key in numbers:
                     if parsed is not None:
@@ -376,6 +410,52 @@ class StoreArrays:
                 else:
                     self._coded[key.name] = coded
         self._read_rows(keys)
+
+    def _aggregate(self, texts: list[str], joins: list[str | None], params: list[Any]
+                   ) -> tuple[Any, ...] | None:
+        """The row of the aggregates ``texts`` (taking ``params``; each joined over
+        parts as ``joins`` says, :func:`~dlbench.results.store.bulk.join_parts`) over
+        the scalars of the rows read; None when SQLite cannot make it (a text longer
+        than it allows)."""
+        try:
+            return self._in_parts(f"SELECT {', '.join(texts)} FROM {self._scalar_rows} "
+                                  f"{self._ranged('r')}", joins, params)
+        except sqlite3.Error:
+            return None
+
+    def _dictionaries(self, keys: list[Key]) -> dict[str, list[str]]:
+        """The distinct texts of each of ``keys`` (text columns) among the first
+        :data:`_SAMPLED` rows read, for those with :data:`~dlbench.results.store.bulk.
+        DICTIONARY_MAX` at most: the dictionaries a scan codes them against
+        (:func:`~dlbench.results.store.bulk.dictionary_text`). A text the first rows
+        lack comes back as itself, so a dictionary need not hold every one."""
+        if not keys:
+            return {}
+        rows = self._query(f"SELECT {', '.join(k.ref for k in keys)} FROM "
+                           f"{self._scalar_rows} LIMIT {_SAMPLED}")
+        found: dict[str, list[str]] = {}
+        for index, key in enumerate(keys):
+            texts = {row[index] for row in rows if type(row[index]) is str}
+            if len(texts) <= DICTIONARY_MAX:
+                found[key.name] = sorted(texts)
+        return found
+
+    def _ranged(self, table: str) -> str:
+        """The condition on the ``seq`` of ``table`` that :meth:`_in_parts` binds to a
+        part's first and last; none when a query chose the records."""
+        return f"WHERE {table}.seq BETWEEN ? AND ?" if self._parts else ""
+
+    def _in_parts(self, sql: str, joins: Sequence[str | None], params: Sequence[Any] = ()
+                  ) -> tuple[Any, ...]:
+        """The row of the aggregates of ``sql`` over the rows read, each joined over
+        the parts as ``joins`` says (:func:`~dlbench.results.store.bulk.join_parts`):
+        where every record is read, ``sql`` takes a part's first and last ``seq``
+        (:meth:`_ranged`), and the parts are read at once
+        (:func:`~dlbench.results.store.parts.in_parts`)."""
+        if not self._parts:
+            return tuple(self._db.execute(sql, params).fetchone())
+        return join_parts(in_parts(self._db, self.path, self._parts, sql, params,
+                                   lambda cursor: tuple(cursor.fetchone())), joins)
 
     def _rows_of(self, keys: Sequence[Key]) -> str:
         """The rows an aggregate over the columns of ``keys`` scans: the series
@@ -538,18 +618,25 @@ class StoreArrays:
         if key not in self._keys:
             return np.zeros(0, dtype=np.int64), []
         present = self._present_all(key)
+        texts: list[Any] | None = None
         if key == "exp.status" and key not in self._values:
             # The experiments table keeps the status as text: only the rows whose text
-            # is not ``value`` can hold anything else, and only those are read.
-            rows = self._query(f"SELECT e.seq FROM {self._experiments} "
+            # is not ``value`` can hold anything else, and only those are read. Where
+            # every value of the key is a text (or None), that text is the value.
+            rows = self._query(f"SELECT e.seq, e.status FROM {self._experiments} "
                                "WHERE e.status IS NOT ? ORDER BY e.seq", (value,))
             candidates = np.searchsorted(self._all_seqs, [row[0] for row in rows])
+            found = self._keys[key]
+            if found.type == TEXT and found.id not in self._exact_keys():
+                texts = [row[1] for row in rows]
         else:
             candidates = np.arange(self._all_seqs.size)
+        kept = present[candidates]
         if self._mask is not None:
-            candidates = candidates[self._mask[candidates]]
-        candidates = candidates[present[candidates]]
-        held = self._values_at(key, candidates)
+            kept &= self._mask[candidates]
+        candidates = candidates[kept]
+        held = (self._values_at(key, candidates) if texts is None
+                else list(itertools.compress(texts, kept.tolist())))
         keep = [i for i, v in enumerate(held) if not (type(v) is str and v == value)]
         # Positions among the selected experiments.
         selected = candidates if self._mask is None else np.cumsum(self._mask)[candidates] - 1

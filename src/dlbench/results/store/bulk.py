@@ -106,8 +106,94 @@ def column_text(ref: str, sql_type: str) -> tuple[str, str]:
     texts, how many are not NULL (integers tell by their number: none holds the
     separator); :func:`parse_coded` reads them."""
     if sql_type == TEXT:
-        return f"group_concat({ref}, char(31))", f"COUNT({ref})"
+        # The separator as a literal: char(31) would be a call, and a string allocated,
+        # per row (a third of the column's cost, and a lock two scans in parallel share).
+        return f"group_concat({ref}, '{SEPARATOR}')", f"COUNT({ref})"
     return f"group_concat({ref})", "NULL"
+
+
+#: How the values of one aggregate over parts of the rows make the aggregate over all
+#: of them (:func:`join_parts`): texts of numbers joined by a comma, texts of texts by
+#: :data:`SEPARATOR`, counts added; None, an aggregate that is NULL throughout.
+COMMA, SUM = ",", "+"
+
+
+def column_joins(sql_type: str) -> tuple[str, str | None]:
+    """How each of :func:`column_text`'s two aggregates joins over parts."""
+    return (SEPARATOR, SUM) if sql_type == TEXT else (COMMA, None)
+
+
+def join_parts(parts: Sequence[Sequence[Any]], joins: Sequence[str | None]) -> tuple[Any, ...]:
+    """The row of aggregates over all the rows, from the rows of the same aggregates
+    over consecutive parts of them (in order), each aggregate joined as ``joins``
+    says (:data:`COMMA`, :data:`SEPARATOR`, :data:`SUM` or None). A part with no rows
+    has NULL texts and zero counts."""
+    joined: list[Any] = []
+    for index, join in enumerate(joins):
+        values = [part[index] for part in parts]
+        if join is None:
+            joined.append(None)
+        elif join == SUM:
+            joined.append(sum(int(v or 0) for v in values))
+        else:
+            texts = [v for v in values if v is not None]
+            joined.append(join.join(texts) if texts else None)
+    return tuple(joined)
+
+
+#: A text column is coded in SQL against a dictionary of at most this many texts
+#: (:func:`dictionary_text`; a ``CASE`` of as many branches per row).
+DICTIONARY_MAX = 64
+
+#: How :func:`dictionary_text`'s three aggregates join over parts.
+DICTIONARY_JOINS: tuple[str | None, ...] = (COMMA, SEPARATOR, SUM)
+
+
+def dictionary_text(ref: str, values: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The SQL of the three aggregates that read text column ``ref`` coded against
+    ``values`` (distinct texts, a few: those of the first rows read), and the
+    parameters they take: every row's index in ``values`` (-1 for NULL and for a
+    text not among them), those other texts (joined by :data:`SEPARATOR`, NULLs left
+    out), and how many values are not NULL. :func:`parse_dictionary` reads them.
+
+    SQLite hands over a million small integers as one text NumPy parses; the texts
+    themselves would be a million Python strings to split and code."""
+    if not values:
+        return ["group_concat(-1)", f"group_concat({ref}, '{SEPARATOR}')", f"COUNT({ref})"], []
+    branches = " ".join(f"WHEN ? THEN {index}" for index in range(len(values)))
+    marks = ", ".join("?" * len(values))
+    return ([f"group_concat(CASE {ref} {branches} ELSE -1 END)",
+             f"group_concat(CASE WHEN {ref} IN ({marks}) THEN NULL ELSE {ref} END, "
+             f"'{SEPARATOR}')", f"COUNT({ref})"], [*values, *values])
+
+
+def parse_dictionary(found: Sequence[Any], values: Sequence[str], present: np.ndarray
+                     ) -> Coded | None:
+    """The values of :func:`dictionary_text`'s three aggregates (``found``) coded as
+    :func:`parse_coded` codes a text column, over the records ``present`` says hold
+    the key (``present`` over every row read); None when they cannot say (a NULL
+    among them, another text holding the separator, a damaged value)."""
+    codes_text, others_text, count = found
+    held = int(np.count_nonzero(present))
+    if count != held:
+        return None  # a key held as None
+    codes = parse_integers(codes_text)
+    if codes is None or codes.size != present.size:
+        return None
+    codes = codes[present]
+    if held == 0:
+        return Coded(np.zeros(0, dtype=np.int64), [])
+    coding = {value: index for index, value in enumerate(values)}
+    missing = np.flatnonzero(codes < 0)
+    if missing.size:
+        others = others_text.split(SEPARATOR) if others_text is not None else []
+        if len(others) != missing.size:
+            return None  # a text holds the separator
+        codes[missing] = [coding.setdefault(text, len(coding)) for text in others]
+    table = list(coding)
+    coded = _first_held(*dense_codes(codes))
+    coded.values = [table[index] for index in coded.values]
+    return coded
 
 
 def seq_text(ref: str) -> str:

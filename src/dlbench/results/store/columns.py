@@ -244,6 +244,20 @@ class Key:
 
 KEYS_COLUMNS = "id, name, column_name, type"
 
+#: The keys whose columns the store indexes (format 5): the parameter a query names
+#: most (``--where '{"exp.model": "resnet50"}'``), so that a selection of a few
+#: records in a million reads those rows, not every row (SQLite takes the index for
+#: an equality, a list or a prefix). An index costs each write a look-up and each
+#: record about 30 bytes; an index on a key that selects little (``exp.framework``
+#: in a store of one framework) would make those queries slower, not faster.
+INDEXED_KEYS = ("exp.model",)
+
+
+def index_sql(column: str) -> str:
+    """The statement that indexes the scalar column ``column`` (when not yet indexed)."""
+    return (f"CREATE INDEX IF NOT EXISTS {quoted('by ' + column)} "
+            f"ON {SCALARS_TABLE} ({quoted(column)})")
+
 #: The tables of the records (format 4): a row per record in each, keyed by its
 #: position ``seq``; ``results`` is a view joining them, a column per key.
 SCALARS_TABLE, SERIES_TABLE = "results_scalars", "results_series"

@@ -8,7 +8,8 @@ SQLite's own, ``true``/``false``/``null``, NaN and integers beyond 64 bits as a 
 of their JSON text) and ``s_<key id>(seq, v)`` its lists and dicts (a list of floats
 as its raw doubles, anything else as JSON text); ``shapes.keys`` lists a record's key
 ids in order. Both are read a range of ``seq`` at a time, so that converting a large
-store holds one chunk of records in memory.
+store holds one chunk of records in memory. A store of format 4 gains what format 5
+adds in SQL (:func:`convert_format4`).
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from dlbench.results.store.columns import (
+    INDEXED_KEYS,
     KEYS_COLUMNS,
     SCALARS_TABLE,
     SERIES_TABLE,
     Key,
+    index_sql,
     key_from_row,
 )
-from dlbench.results.store.write import form, make_view
+from dlbench.results.store.write import WRITES, form, make_view
 
 #: Columns counted per statement when a format 3 store's keys are surveyed.
 _SURVEYED = 500
@@ -166,3 +169,13 @@ def _survey_format3(db: sqlite3.Connection, keys: list[Key]) -> None:
             state = (0, form(None, None))  # some values in exact, others not: they differ
         updates.append((*state, key.id))
     db.executemany("UPDATE keys SET single = ?, first = ? WHERE id = ?", updates)
+
+
+def convert_format4(db: sqlite3.Connection) -> None:
+    """Convert a format 4 store to format 5, inside the caller's transaction: the
+    indexes of :data:`~dlbench.results.store.columns.INDEXED_KEYS` (a sort of their
+    column: seconds for a million records, once), and the count of writes."""
+    for key in map(key_from_row, db.execute(f"SELECT {KEYS_COLUMNS} FROM keys").fetchall()):
+        if key.name in INDEXED_KEYS and key.column and key.table == SCALARS_TABLE:
+            db.execute(index_sql(key.column))
+    db.execute(f"INSERT OR IGNORE INTO meta (key, value) VALUES ('{WRITES}', '0')")

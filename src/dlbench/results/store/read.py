@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +37,7 @@ from dlbench.results.store.columns import (
     key_from_row,
     series_wanted,
 )
+from dlbench.results.store.parts import Part, in_parts, split
 from dlbench.results.store.where import where_sql
 
 _FROM = JOINED
@@ -133,7 +134,7 @@ class Reader:
         exact = {key_id for key_id in named if self._db.execute(
             "SELECT EXISTS (SELECT 1 FROM exact WHERE key = ?)", (key_id,)).fetchone()[0]}
         condition, params = where_sql(where, catalogue, exact)
-        rows = self._read(condition, params, catalogue, set(where), True)
+        rows = self._read(condition, params, catalogue, set(where), True, in_parts=True)
         return [seq for seq, record in rows if match(record, where)]
 
     def records(
@@ -220,9 +221,12 @@ class Reader:
         wanted: set[str] | None,
         series: bool | Collection[str],
         chosen: set[int] | None = None,
+        in_parts: bool = False,
     ) -> list[tuple[int, dict[str, Any]]]:
         """``(seq, record)`` of the rows ``condition`` selects (or the ``chosen`` seqs,
-        some of those, when given), in ``seq`` order, with the keys and series wanted."""
+        some of those, when given), in ``seq`` order, with the keys and series wanted;
+        ``in_parts``: the rows of a large store found in parts at once
+        (:mod:`~dlbench.results.store.parts`), for a selection's few keys."""
         plan = _Plan([key for key in catalogue.values() if wanted is None or key.name in wanted])
         for key in plan.keys:
             if not key.column:
@@ -231,28 +235,49 @@ class Reader:
                 plan.flags.append(key)
             else:
                 plan.read.append(key)
+        chunks: Iterable[list[Any]]
         if chosen is None:
             exact = self._exact(plan)
-            cursor = self._db.execute(
-                f"SELECT {plan.columns()} FROM {_FROM} WHERE {condition} ORDER BY r.seq",
-                params)
+            sql = f"SELECT {plan.columns()} FROM {_FROM} WHERE ({condition})"
+            parts = split(self._db, self._path, lookups=True) if in_parts else []
+            if len(parts) > 1:
+                chunks = [[row for part in self._in_parts(sql, params, parts) for row in part]]
+            else:
+                cursor = self._db.execute(f"{sql} ORDER BY r.seq", params)
+                chunks = iter(lambda: cursor.fetchmany(_CHUNK), [])
         else:
             # The rows chosen (a selection of those ``condition`` keeps) looked up one
             # by one, and only their values in exact: not a scan of the tables again.
             self._choose(chosen)
             exact = self._exact(plan, " AND seq IN (SELECT seq FROM temp.read_chosen)")
             cursor = self._db.execute(f"SELECT {plan.columns()} FROM {_CHOSEN} ORDER BY c.seq")
+            chunks = iter(lambda: cursor.fetchmany(_CHUNK), [])
         out: list[tuple[int, dict[str, Any]]] = []
         with no_cyclic_gc():
             # A chunk of rows at a time: only the records built are held, not every
             # row besides them.
-            while rows := cursor.fetchmany(_CHUNK):
+            for rows in chunks:
                 try:
                     self._build(rows, plan, exact, series, out)
                 except ValueError as exc:
                     raise ResultsError(f"{self._path}: a stored value is corrupt ({exc})"
                                        ) from exc
         return out
+
+    def _in_parts(self, sql: str, params: list[Any], parts: list[Part]) -> list[list[Any]]:
+        """The rows of ``sql`` (a SELECT ... WHERE, the rows of a store's records) in
+        each of ``parts``, in seq order (:func:`~dlbench.results.store.parts.in_parts`).
+        Each part's condition on ``seq`` is on the table's rowid where SQLite scans the
+        table, and beside the query (``+r.seq``, which no index answers) where it
+        answers the query from an index (``exp.model``'s): each part then walks the
+        index and looks up its own rows."""
+        plan = [str(row[-1]) for row in self._db.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+        indexed = any(line.startswith("SEARCH r USING") and "INTEGER PRIMARY KEY" not in line
+                      for line in plan)
+        seq = "+r.seq" if indexed else "r.seq"
+        return in_parts(self._db, self._path, parts,
+                        f"{sql} AND {seq} BETWEEN ? AND ? ORDER BY r.seq", params,
+                        lambda cursor: cursor.fetchall())
 
     def _choose(self, chosen: Collection[int]) -> None:
         """Make ``chosen`` the rows of ``temp.read_chosen`` (inside a read)."""

@@ -146,7 +146,8 @@ class _SqlColumn:
 
 def key_sql(key: str, condition: Any, info: Key | None, params: list[Any],
             in_exact: bool = True) -> str:
-    """SQL over a record's row (:data:`~dlbench.results.store.columns.JOINED`): true for
+    """SQL over a record's row (:data:`~dlbench.results.store.columns.JOINED`), for a
+    WHERE (it may be NULL where it is not true): true for
     every row whose ``key`` may match ``condition`` (``info`` is the key's catalogue
     entry, None when no record has it; ``in_exact``: whether some of its values may be
     in ``exact``, each of which is left for ``match`` to decide)."""
@@ -170,6 +171,11 @@ def key_sql(key: str, condition: Any, info: Key | None, params: list[Any],
     if native == "1" and absent:
         return "1"
     params.extend(own)
+    if not absent and not in_exact:
+        # NULL makes the condition NULL or false, never true, which a WHERE takes as
+        # false: the condition alone, whose terms SQLite can answer from an index
+        # (``"exp.model" >= ? AND "exp.model" < ?``), a CASE around them it cannot.
+        return native
     sql = f"CASE WHEN {column} IS NULL THEN {int(absent)} ELSE {native} END"
     if not in_exact:
         return f"({sql})"

@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dlbench.results.store.columns import (
+    INDEXED_KEYS,
     KEYS_COLUMNS,
     ROWS,
     SCALARS_TABLE,
@@ -34,6 +35,7 @@ from dlbench.results.store.columns import (
     column_type,
     dumps,
     encode_column,
+    index_sql,
     key_from_row,
     quoted,
 )
@@ -45,8 +47,13 @@ _LOOKUP = 500
 #: these keep their values in ``exact`` only (SQL readers do not see them).
 MAX_COLUMNS = 1_900
 
+#: ``meta.writes``: how many write transactions the store has committed, counted by
+#: every one of them (format 5), so that two connections reading at once can tell
+#: whether they read one state of the store.
+WRITES = "writes"
+
 #: The tables of a store, besides ``results`` (created with its first column).
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE experiments (
     seq INTEGER PRIMARY KEY,
@@ -73,7 +80,8 @@ CREATE TABLE exact (
 CREATE INDEX exact_by_key ON exact (key, seq);
 CREATE TABLE results_scalars (seq INTEGER PRIMARY KEY, "exp.id" TEXT NOT NULL);
 CREATE TABLE results_series (seq INTEGER PRIMARY KEY);
-CREATE VIEW results AS SELECT r."exp.id" FROM results_scalars AS r
+CREATE VIEW results AS SELECT r."exp.id" FROM results_scalars AS r;
+INSERT INTO meta (key, value) VALUES ('{WRITES}', '0')
 """
 
 
@@ -146,6 +154,8 @@ class Writer:
                 table = Key(key_id, name, column, sql_type).table
                 self._db.execute(
                     f"ALTER TABLE {table} ADD COLUMN {quoted(column)} {sql_type}")
+                if name in INDEXED_KEYS and table == SCALARS_TABLE:
+                    self._db.execute(index_sql(column))
                 self._columns.add(column.lower())
                 self._new_columns = True
         self._db.execute("UPDATE keys SET column_name = ? WHERE id = ?", (column, key_id))
@@ -282,3 +292,9 @@ class Writer:
                              [(*self._single[i], i) for i in sorted(self._changed)])
         if self._new_columns:
             make_view(self._db)
+        count_write(self._db)
+
+
+def count_write(db: sqlite3.Connection) -> None:
+    """Count one more write transaction in ``meta.writes`` (inside it)."""
+    db.execute(f"UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{WRITES}'")
