@@ -137,6 +137,37 @@ def test_records_lacking_what_the_layout_needs_are_filled_in(tmp_path: Path) -> 
     assert table(strong, "Batch time").rows[0][1] == 32.0
 
 
+@pytest.mark.parametrize("kind", ["exploration", "weak-scaling", "strong-scaling"])
+def test_what_is_filled_in_is_what_normalised_gives_each_record(kind: str) -> None:
+    """Some records lack what the layout needs, some do not; of those lacking it,
+    some say their GPUs and some their local replicas, one value everywhere or
+    several: the report is that of the records each filled in by ``normalised``."""
+    from dlbench.report.tables.grid import normalised
+
+    records = [rec("whole", 8, 4, 40.0, **{"exp.num_nodes": 2})]
+    for index, (gpus, local, time) in enumerate([
+            ("0", None, 50.0), ("0,1", None, 60.0), ("0", None, 54.0), ("", 2, 70.0),
+            ("", 2, 72.0), ("0,1,2,3", None, 30.0)]):
+        record = rec(f"d{index}", 8 * (1 + index % 2), 1, time,
+                     **{"exp.gpus": gpus, "exp.device_type": "gpu" if gpus else "cpu"})
+        for key in ("exp.num_nodes", "exp.num_replicas", "exp.effective_batch",
+                    "exp.num_local_replicas"):
+            del record[key]
+        if local is not None:
+            record["exp.num_local_replicas"] = local
+        records.append(record)
+    filled = [normalised(r) for r in records]
+    assert any("exp.num_nodes" not in r for r in records)
+    assert table_report_rows(records_table_report(records, kind)) == table_report_rows(
+        records_table_report(filled, kind))
+
+
+def table_report_rows(report: Report) -> list[tuple[str, list[str], list[list[Any]]]]:
+    return [(t.title, list(t.columns), [[c if not hasattr(c, "mean") else (c.mean, c.n)
+                                         for c in row] for row in t.rows])
+            for t in report.tables]
+
+
 def test_values_equal_in_python_share_a_cell_labelled_by_the_first() -> None:
     records = [rec("a", 4, 1, 10.0), rec("b", 4, 1, 20.0, **{"exp.replica_batch": 4.0}),
                rec("c", 2, 1, 30.0, **{"exp.replica_batch": 2.0}), rec("d", 2, 1, 50.0)]

@@ -153,9 +153,17 @@ class _Usable:
             return
         lacking = np.flatnonzero(~np.logical_and.reduce([self.present(k) for k in missing]))
         read = [self.get(key) for key in _EFFECTIVE]
-        combos, firsts = first_appearance(
-            [c.raw[lacking] for c in read] + [c.present[lacking].astype(np.int64) for c in read],
-            int(lacking.size))
+        every = lacking.size == len(self)  # DLBS logs: every record lacks exp.num_nodes
+        # Only what varies tells the combinations apart: a column of one value, or a
+        # key every record has (or none has), is left out of the grouping.
+        varying: list[np.ndarray] = []
+        for column in read:
+            if column.raw.size and column.raw.min() != column.raw.max():
+                varying.append(column.raw if every else column.raw[lacking])
+            if column.present.any() and not column.present.all():
+                present = column.present if every else column.present[lacking]
+                varying.append(present.astype(np.int64))
+        combos, firsts = first_appearance(varying, int(lacking.size))
         filled = []
         for first in firsts.tolist():
             row = int(lacking[first])
