@@ -147,6 +147,15 @@ def test_explicit_files_are_read_whatever_their_name_and_once(tree: Path) -> Non
     assert [r["n"] for r in records] == [99, 1]
 
 
+def test_a_log_reached_twice_through_a_link_or_a_directory_is_read_once(tree: Path) -> None:
+    (tree / "sub" / "link.log").symlink_to(tree / "a.log")
+    (tree / "sub" / "gone.log").symlink_to(tree / "nowhere.log")  # broken: read, warned
+    records, warnings = parse_logs([tree, tree / "sub", tree / "b.log"])
+    # a.log, b.log, then sub's c.log; sub/link.log is a.log again.
+    assert [r["n"] for r in records] == [1, 2, 3]
+    assert [w.path for w in warnings] == [str(tree / "sub" / "gone.log")]
+
+
 def test_missing_path_is_an_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(ResultsError, match=r"nope\.log"):
         parse_logs([tmp_path / "nope.log"])

@@ -103,20 +103,23 @@ def _logs_in_directory(
 ) -> list[Path]:
     if not recursive:
         try:
-            entries = list(directory.iterdir())
+            # scandir: whether an entry is a directory comes with the listing, not a
+            # stat per entry (thousands of logs in one folder).
+            with os.scandir(directory) as listing:
+                entries = sorted((entry.name, entry.is_dir()) for entry in listing)
         except OSError as exc:
             warnings.append(ParseWarning(str(directory), 0, f"cannot list: {exc.strerror}"))
             return []
         found = []
-        for entry in sorted(entries):
-            if not _matches(entry.name, patterns):
+        for name, is_dir in entries:
+            if not _matches(name, patterns):
                 continue
-            if entry.is_dir():
+            if is_dir:
                 warnings.append(ParseWarning(
-                    str(entry), 0, "is a directory, not a log; skipped (--recursive reads "
-                                   "the logs beneath it)"))
+                    str(directory / name), 0, "is a directory, not a log; skipped "
+                                              "(--recursive reads the logs beneath it)"))
             else:
-                found.append(entry)  # not a regular file: _read_log says so
+                found.append(directory / name)  # not a regular file: _read_log says so
         return found
 
     def on_error(exc: OSError) -> None:
@@ -128,6 +131,18 @@ def _logs_in_directory(
     for root, _dirs, files in os.walk(directory, onerror=on_error):
         found.extend(Path(root, name) for name in files if _matches(name, patterns))
     return sorted(found)
+
+
+def _same_file(path: Path) -> object:
+    """What two paths of one file share (a log named twice, through a link or an
+    overlapping argument, is read once): its device and inode, one ``stat`` (where
+    ``Path.resolve`` looks up every part of the path); the resolved path where it
+    cannot be read."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return str(path.resolve())
+    return (found.st_dev, found.st_ino)
 
 
 _T = TypeVar("_T")
@@ -224,9 +239,9 @@ def iter_logs_as(
         else:
             files.append(path)
     unique: list[Path] = []
-    seen: set[Path] = set()
+    seen: set[object] = set()
     for path in files:
-        key = path.resolve()
+        key = _same_file(path)
         if key not in seen:
             seen.add(key)
             unique.append(path)
