@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -18,6 +19,12 @@ os.environ["DLBENCH_STRICT_KEYS"] = "1"
 # The suite runs on the CPU: on a machine with GPUs, JAX used in this process (and in
 # several of them under pytest-xdist) would each take 75% of a GPU's memory.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+# The tests of Ctrl-C need SIGINT to interrupt, here and in the runs they start: a shell
+# that starts the suite in the background (``pytest &``) hands it down ignored, and a
+# signal ignored stays ignored in every child (one handled is reset to the default).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 CliRunner = Callable[..., subprocess.CompletedProcess[str]]
 
