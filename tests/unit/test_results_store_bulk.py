@@ -340,7 +340,7 @@ def parts(monkeypatch: pytest.MonkeyPatch) -> None:
     import dlbench.results.store.parts as parts_module
 
     monkeypatch.setattr(parts_module, "PART_MIN", 10)
-    monkeypatch.setattr(parts_module, "processors", lambda: 3)
+    monkeypatch.setattr(parts_module, "usable_cores", lambda: 3)
 
 
 def _read(path: Path, where: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -370,7 +370,7 @@ def test_a_large_store_is_read_in_parts_as_in_one(tmp_path: Path, parts: None) -
     import dlbench.results.store.parts as parts_module
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(parts_module, "processors", lambda: 1)
+        patch.setattr(parts_module, "usable_cores", lambda: 1)
         alone = _read(whole)
     assert alone.pop("parts") == [(1, 40)]
     assert read == alone

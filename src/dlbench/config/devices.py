@@ -7,7 +7,8 @@ Looking for them costs a directory listing, where asking a framework
 (``torch.cuda.is_available()``) costs seconds of import: so ``dlbench run`` refuses a
 GPU experiment on a machine without one before any worker starts, instead of the worker
 failing after it imported its framework. Used where the workers run on this machine
-(the local launcher); a Slurm job's nodes are not the machine that plans it.
+(the local launcher); a Slurm job's nodes are not the machine that plans it. And how
+many processor cores this process may run on (:func:`usable_cores`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,19 @@ from typing import Any
 from dlbench.config.frameworks.base import FrameworkInfo
 from dlbench.errors import ConfigError
 
-__all__ = ["check_gpus_here", "cuda_device_visible"]
+__all__ = ["check_gpus_here", "cuda_device_visible", "usable_cores"]
 
 #: The device nodes NVIDIA's driver makes, one per GPU.
 NVIDIA_DEVICES = "/dev/nvidia[0-9]*"
+
+
+def usable_cores() -> int:
+    """How many processor cores this process may run on: its affinity where the system
+    says (Linux), else every core."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def cuda_device_visible(env: Mapping[str, str] | None = None) -> bool:

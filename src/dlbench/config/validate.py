@@ -7,7 +7,6 @@ flag its value came from, and what would be accepted.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import shutil
 from collections.abc import Mapping
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, FrameworkInfo, model_info
-from dlbench.config.devices import check_gpus_here
+from dlbench.config.devices import check_gpus_here, usable_cores
 from dlbench.config.expand import MAX_EXPERIMENTS, RawExperiment, expand
 from dlbench.config.external import is_external, missing_requirement
 from dlbench.config.modelinfo import IMAGE_SUFFIXES, ModelInfo
@@ -269,8 +268,7 @@ def _check_parallel_jobs(values: Mapping[str, Any], raw: RawExperiment) -> None:
     if gpus and len(gpus) < jobs:
         raise ConfigError(f"{shown('exp.parallel_jobs')} needs a GPU per copy, and "
                           f"{shown('exp.gpus')} names {len(gpus)}")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
+    cores = usable_cores()
     if jobs > cores:
         raise ConfigError(f"{shown('exp.parallel_jobs')}: {jobs} copies need a core each, and "
                           f"this node has {cores} usable cores")

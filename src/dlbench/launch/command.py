@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dlbench.config.catalog import FRAMEWORKS
+from dlbench.config.devices import usable_cores
 from dlbench.launch.container import container_argv
 from dlbench.measure.ncu import default_metrics
 from dlbench.results.export import write_atomically
@@ -169,8 +170,7 @@ def worker_env(
     env = {name: value for name, value in parent.items() if passed_through(name, extra)}
     env["PYTHONUNBUFFERED"] = "1"
     if uses_torchrun(experiment) and "OMP_NUM_THREADS" not in env:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-            os.cpu_count() or 1)
+        cores = usable_cores()
         env["OMP_NUM_THREADS"] = str(max(1, cores // int(experiment["exp.num_local_replicas"])))
     return env
 

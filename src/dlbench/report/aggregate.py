@@ -142,7 +142,9 @@ def summarize(values: Sequence[float]) -> Measured:
     mean = math.fsum(values) / n
     if n == 1:
         return Measured(mean, None, n)
-    import numpy as np  # here: planning a sweep does not import NumPy
+    # NumPy is loaded when a spread is computed, not by each module that imports
+    # these rules for their keys and formats.
+    import numpy as np
 
     # Each square correctly rounded (x * x; Python's ** 2 is the C library's pow, off
     # by one unit in the last place for about one value in a thousand), summed exactly.

@@ -75,7 +75,7 @@ def distinct(codes: np.ndarray) -> np.ndarray:
 
 def count_distinct(codes: np.ndarray) -> int:
     """How many distinct values ``codes`` (non-negative integers) holds."""
-    return int(np.count_nonzero(np.bincount(codes))) if codes.size else 0
+    return int(distinct(codes).size)
 
 
 def group_means(ids: np.ndarray, count: int, values: np.ndarray) -> list[Measured]:

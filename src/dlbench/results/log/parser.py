@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar, cast
 
+from dlbench.config.devices import usable_cores
 from dlbench.errors import ResultsError
 from dlbench.results.log.scan import MAX_LINE_BYTES, ParseWarning, scan_bytes, scan_stream
 from dlbench.results.memory import no_cyclic_gc
@@ -165,10 +166,7 @@ def _read_logs(
 
 def _workers(jobs: int | None, files: int) -> int:
     if jobs is None:
-        try:
-            jobs = len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            jobs = os.cpu_count() or 1
+        jobs = usable_cores()
     return max(1, min(jobs, files // _TASK_FILES)) if files >= PARALLEL_MIN_FILES else 1
 
 

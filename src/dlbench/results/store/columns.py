@@ -253,10 +253,14 @@ KEYS_COLUMNS = "id, name, column_name, type"
 INDEXED_KEYS = ("exp.model",)
 
 
-def index_sql(column: str) -> str:
-    """The statement that indexes the scalar column ``column`` (when not yet indexed)."""
-    return (f"CREATE INDEX IF NOT EXISTS {quoted('by ' + column)} "
-            f"ON {SCALARS_TABLE} ({quoted(column)})")
+def index_sql(key: Key) -> str | None:
+    """The statement that indexes ``key``'s column (when not yet indexed): for the
+    :data:`INDEXED_KEYS` that have a scalar column; None for any other key."""
+    if key.name not in INDEXED_KEYS or not key.column or key.table != SCALARS_TABLE:
+        return None
+    return (f"CREATE INDEX IF NOT EXISTS {quoted('by ' + key.column)} "
+            f"ON {SCALARS_TABLE} ({key.sql})")
+
 
 #: The tables of the records (format 4): a row per record in each, keyed by its
 #: position ``seq``; ``results`` is a view joining them, a column per key.

@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from dlbench.results.store.columns import (
-    INDEXED_KEYS,
     KEYS_COLUMNS,
     SCALARS_TABLE,
     SERIES_TABLE,
@@ -176,6 +175,7 @@ def convert_format4(db: sqlite3.Connection) -> None:
     indexes of :data:`~dlbench.results.store.columns.INDEXED_KEYS` (a sort of their
     column: seconds for a million records, once), and the count of writes."""
     for key in map(key_from_row, db.execute(f"SELECT {KEYS_COLUMNS} FROM keys").fetchall()):
-        if key.name in INDEXED_KEYS and key.column and key.table == SCALARS_TABLE:
-            db.execute(index_sql(key.column))
+        index = index_sql(key)
+        if index is not None:
+            db.execute(index)
     db.execute(f"INSERT OR IGNORE INTO meta (key, value) VALUES ('{WRITES}', '0')")

@@ -19,13 +19,13 @@ Example::
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dlbench.config.devices import usable_cores
 from dlbench.errors import ResultsError
 from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store.where import register
@@ -39,14 +39,6 @@ PART_MIN = 100_000
 
 #: A part: the first and the last ``seq`` of its rows.
 Part = tuple[int, int]
-
-
-def processors() -> int:
-    """The processors this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def writes(db: sqlite3.Connection) -> Any:
@@ -80,7 +72,7 @@ def split(db: sqlite3.Connection, path: Path, least: int | None = None,
                            "(SELECT MAX(seq) FROM experiments)").fetchone()
     if low is None or high is None:
         return [(0, 0)]  # no records
-    count = min(processors() * (LOOKUPS_PER_PROCESSOR if lookups else 1), PARTS_MAX,
+    count = min(usable_cores() * (LOOKUPS_PER_PROCESSOR if lookups else 1), PARTS_MAX,
                 (high - low + 1) // max(least, 1))
     if count <= 1 or writes(db) is None or not path.is_file():
         return [(low, high)]

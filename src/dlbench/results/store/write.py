@@ -25,7 +25,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dlbench.results.store.columns import (
-    INDEXED_KEYS,
     KEYS_COLUMNS,
     ROWS,
     SCALARS_TABLE,
@@ -151,11 +150,12 @@ class Writer:
             if len(self._columns) >= MAX_COLUMNS:
                 column = ""
             else:
-                table = Key(key_id, name, column, sql_type).table
+                made = Key(key_id, name, column, sql_type)
                 self._db.execute(
-                    f"ALTER TABLE {table} ADD COLUMN {quoted(column)} {sql_type}")
-                if name in INDEXED_KEYS and table == SCALARS_TABLE:
-                    self._db.execute(index_sql(column))
+                    f"ALTER TABLE {made.table} ADD COLUMN {made.sql} {sql_type}")
+                index = index_sql(made)
+                if index is not None:
+                    self._db.execute(index)
                 self._columns.add(column.lower())
                 self._new_columns = True
         self._db.execute("UPDATE keys SET column_name = ? WHERE id = ?", (column, key_id))
