@@ -30,16 +30,7 @@ from dlbench.launch.records import combine_processes
 from dlbench.measure.combine import COPIES, REPEATS, combine_results, found_batch_outcome
 from dlbench.results.store import Store
 from dlbench.worker import autobatch
-
-
-def _one_error_line(capsys: pytest.CaptureFixture[str], *words: str) -> str:
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dlbench: error: "), captured.err
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
-
+from tests.io_helpers import one_error_line as _one_error_line
 
 # ------------------------------------------------------------ declared bounds
 

@@ -319,10 +319,15 @@ def test_help_shows_the_accepted_range(capsys: pytest.CaptureFixture[str]) -> No
     (["peak", "--seconds", "3601"], "--seconds 3601: must be a number of seconds > 0"),
     (["peak", "--seconds", "0"], "--seconds 0: must be a number of seconds > 0"),
     (["query", "--input", "R", "--columns", ",,,"], "--columns ',,,' names no key"),
+    # A value that starts with a minus and a digit is the flag's value, not a flag.
     (["compare", "A", "B", "--threshold", "-5%"],
-     "--threshold: needs a value (one that starts with '-' is written --threshold=VALUE)"),
+     "--threshold -5%: expected a positive percentage, e.g. 5%"),
     (["compare", "A", "B", "--threshold=-5%"],
-     "--threshold '-5%': expected a percentage such as 5% or a fraction such as 0.05 "
+     "--threshold -5%: expected a positive percentage, e.g. 5%"),
+    (["compare", "A", "B", "--threshold", "-x"],
+     "--threshold: needs a value (one that starts with '-' is written --threshold=VALUE)"),
+    (["compare", "A", "B", "--threshold", "500%"],
+     "--threshold '500%': expected a percentage such as 5% or a fraction such as 0.05 "
      "(from 0 to below 100%)"),
 ])
 def test_a_command_flag_out_of_range_is_one_line(

@@ -90,13 +90,18 @@ def test_apptainer_command_passes_values_and_binds() -> None:
     experiment = plan("exp.gpus=0", "exp.container_engine=apptainer",
                       "exp.container_mounts=['/scratch/data:/data:ro', '/models']")
     argv = container_argv(experiment, WORKER, ENV, Path(RUN))
-    assert argv[:4] == ["apptainer", "exec", "--cleanenv", "--nv"]
+    engine = argv.index("apptainer")
+    assert argv[engine:engine + 4] == ["apptainer", "exec", "--cleanenv", "--nv"]
     assert pairs(argv, "--bind") == [f"{RUN}:{RUN}", f"{PACKAGE}:/opt/dlbench/dlbench:ro",
                                      "/scratch/data:/data:ro", "/models:/models"]
-    assert pairs(argv, "--env") == [
-        f"DLBENCH_LOG_FILE={RUN}/logs/x.log", "NCCL_DEBUG=INFO", "OMP_NUM_THREADS=4",
-        "PYTHONUNBUFFERED=1", "PYTHONPATH=/opt/dlbench"]
-    assert "docker://pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime" in argv
+    # The values go in through apptainer's own environment, where no comma splits them.
+    assert argv[:engine] == [
+        "env", f"APPTAINERENV_DLBENCH_LOG_FILE={RUN}/logs/x.log", "APPTAINERENV_NCCL_DEBUG=INFO",
+        "APPTAINERENV_OMP_NUM_THREADS=4", "APPTAINERENV_PYTHONUNBUFFERED=1",
+        "APPTAINERENV_PYTHONPATH=/opt/dlbench"]
+    assert "--env" not in argv
+    image = argv.index("docker://pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime")
+    assert argv[image - 1] == "--"
     assert "--user" not in argv  # apptainer runs as the caller already
 
 
@@ -136,7 +141,7 @@ def test_data_dir_and_options_go_in(tmp_path: Path) -> None:
     assert f"{data}:{data}:ro" in pairs(argv, "--volume")
     assert pairs(argv, "--ipc") == ["host"]
     image = argv.index(experiment["pytorch.docker_image"])
-    assert argv[image - 2:image] == ["--shm-size=8g", "--pull=never"]
+    assert argv[image - 3:image] == ["--shm-size=8g", "--pull=never", "--"]
 
 
 def test_without_docker_the_command_is_the_plain_worker() -> None:

@@ -386,18 +386,19 @@ def test_parts_read_after_a_write_are_read_again_in_the_reader_s_state(
     with Store(path) as opened:
         opened.put_many(_many(40))
     connections: list[str] = []
-    connect = parts_module.connect_read_only
+    connect = parts_module.open_for_reading
 
     def counted(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         connections.append("opened")
         return connect(*args, **kwargs)
 
-    monkeypatch.setattr(parts_module, "connect_read_only", counted)
-    with StoreArrays(path) as arrays:
+    monkeypatch.setattr(parts_module, "open_for_reading", counted)
+    # A run writing the store keeps it open from its start (its -wal and -shm there),
+    # so the reader reads under the writer's locks.
+    with Store(path) as writer, StoreArrays(path) as arrays:
         # Written after the reader began: each record of the last part replaced in
         # place, another added. The reader's state has neither.
-        with Store(path) as writer:
-            writer.put_many([*_many(40, model="new")[27:], {"exp.id": "late"}])
+        writer.put_many([*_many(40, model="new")[27:], {"exp.id": "late"}])
         arrays.survey(["exp.model"], numbers=["results.time"])
         model = arrays.codes("exp.model")
         assert model.values == ["m0", "m1", "m2", None]

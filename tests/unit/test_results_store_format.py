@@ -108,11 +108,16 @@ def test_a_format_1_store_is_converted_when_opened(
     # seq, not the id or the row order, is the order of first storage.
     _v1_store(path, [(r["exp.id"], seq, r.get("exp.status"), f"2026-01-0{seq}T00:00:00+00:00",
                       json.dumps(r)) for seq, r in ((2, old[1]), (1, old[0]), (3, old[2]))])
-    with Store(path, create=False) as store:
+    before = path.read_bytes()
+    with Store(path, create=False) as store:  # a reader converts a copy in memory
         assert _same(store.records(), [old[0], old[1], old[2]])
         assert store.statuses() == {"b": "ok", "a": "failure"}
         assert store.records(where={"results.time": {"$gt": 1}}, keys=["exp.id"]) == [
             {"exp.id": "b"}]
+        with pytest.raises(ResultsError, match="open for reading only"):
+            store.put({"exp.id": "d"})
+    assert path.read_bytes() == before
+    with Store(path) as store:  # a writer converts the file
         store.put({"exp.id": "d"})
     db = sqlite3.connect(path)
     assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchall() == [
@@ -204,6 +209,7 @@ def test_a_format_2_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
         {"exp.id": "third", "exp.status": "failure", "results.time": None, "dict": "text"},
     ]
     _v2_store(path, records)
+    before = path.read_bytes()
     with Store(path, create=False) as store:
         back = store.records()
         assert [list(r) for r in back] == [list(r) for r in records]
@@ -212,6 +218,8 @@ def test_a_format_2_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
         assert store.statuses() == {"odd": "ok", "third": "failure"}
         assert store.records(where={"exp.replica_batch": 32}, keys=["exp.id"]) == [
             {"exp.id": "second"}]
+    assert path.read_bytes() == before
+    with Store(path) as store:
         store.put({"exp.id": "fourth", "exp.model": "vgg16"})
     db = sqlite3.connect(path)
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -350,7 +358,9 @@ def test_a_format_3_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
     assert db.execute("SELECT type FROM sqlite_master WHERE name = 'results'").fetchone() == (
         "table",)
     db.close()
-    # A reader opening it read-only converts it, once, as format 1 and 2 stores are.
+    # A reader reads a copy converted in memory, as format 1 and 2 stores are; a writer
+    # converts the file, once.
+    before = old.read_bytes()
     with Store(old, create=False) as store:
         back = store.records()
         assert [list(r) for r in back] == [list(r) for r in records]
@@ -358,6 +368,9 @@ def test_a_format_3_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
         assert store.statuses() == {"third": "failure"}
         assert store.records(where={"int": 3}, keys=["exp.id"]) == [
             {"exp.id": "odd"}, {"exp.id": "second"}, {"exp.id": "third"}]
+    assert old.read_bytes() == before
+    with Store(old):
+        pass
     # What the writer keeps of each key is what the conversion found in SQL (the
     # first value, where a key holds one).
     assert ({k: v if v[0] else v[0] for k, v in _single(old).items()}
@@ -454,8 +467,13 @@ def test_a_format_4_store_is_converted_to_an_index_and_a_count_of_writes(
     db.execute("DELETE FROM meta WHERE key = 'writes'")
     db.execute("UPDATE meta SET value = '4' WHERE key = 'format_version'")
     db.close()
-    with Store(path, create=False) as store:  # a reader converts it, once
+    before = path.read_bytes()
+    with Store(path, create=False) as store:  # a reader converts a copy in memory
         assert _same(store.records(), records)
         assert [r["exp.id"] for r in store.records(where={"exp.model": "n"})] == ["c"]
+    assert _meta_and_indexes(path) == ({"format_version": "4"}, [])
+    assert path.read_bytes() == before
+    with Store(path):  # a writer converts the file, once
+        pass
     assert _meta_and_indexes(path) == ({"format_version": str(FORMAT_VERSION),
                                         "writes": "1"}, ["by exp.model"])

@@ -2,8 +2,12 @@
 
 Errors a user can cause (:class:`~dlbench.errors.DlbenchError`, argparse's own errors,
 a file named on the command line that cannot be read or written) print as one line on
-stderr with exit status 2; Ctrl-C ends with 130 and no traceback; anything else is a
-bug and keeps its traceback. Bare ``dlbench`` prints its usage and the commands on
+stderr with exit status 2; Ctrl-C ends with 130 and no traceback; standard output
+closed (``>&-``) or whose reader left (``| head -1``) ends with 1 and no traceback;
+anything else is a bug and keeps its traceback. Text that standard output's or
+standard error's encoding cannot hold (a lone surrogate, or any non-ASCII character
+under ``PYTHONIOENCODING=ascii``) is written as its ``\\uXXXX`` escape
+(:mod:`dlbench.textsafe`). Bare ``dlbench`` prints its usage and the commands on
 stderr and exits 2, as ``git`` prints its own: it is a command line without a command.
 
 Each command is one ``_add_<command>`` function, listed in :data:`COMMANDS`; its
@@ -14,7 +18,10 @@ options use the shared vocabulary of :mod:`dlbench.cli.usage` (``--where``,
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TypeAlias
@@ -36,10 +43,15 @@ from dlbench.errors import DlbenchError
 from dlbench.formats import DATA_FORMATS, HTML_FORMAT, PARQUET_FORMAT, REPORT_FORMATS
 from dlbench.launch.launchers import launchers
 from dlbench.report.registry import report_types
-from dlbench.textsafe import safe_text
+from dlbench.textsafe import UNICODE_ESCAPE, safe_text
 
 #: Exit status after Ctrl-C: 128 + SIGINT, the shell's convention.
 INTERRUPTED_EXIT_STATUS = 130
+
+#: Exit status when standard output is closed or its reader has left (``| head``):
+#: 1, a failure that is no usage error, as ``head``'s writer sees from other tools.
+#: Not Python's own 120, which says only that flushing failed at the interpreter's exit.
+STDOUT_GONE_EXIT_STATUS = 1
 
 #: What ``add_subparsers`` returns: each command adds its parser to it.
 Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
@@ -322,8 +334,64 @@ def _error(message: str) -> None:
     print(f"dlbench: error: {safe_text(message)}", file=sys.stderr)
 
 
+class _ClosedStdout(io.TextIOBase):
+    """Standard output when its descriptor was closed (``dlbench query >&-``): Python
+    leaves ``sys.stdout`` None, where print() would drop the text unseen. Writing
+    raises, so that the command fails instead of succeeding with its output lost."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str, /) -> int:
+        raise _StdoutClosed(errno.EBADF, "standard output is closed")
+
+
+class _StdoutClosed(OSError):
+    """A write to a standard output that was closed before dlbench started."""
+
+
+def _prepare_streams() -> None:
+    """Standard output and error fit for any text: a closed one (descriptor 0, 1 or 2
+    closed at start) gets ``/dev/null`` under its number, so that no file dlbench opens
+    later takes that number and receives what a child prints; text the encoding cannot
+    hold is written as its ``\\uXXXX`` escape instead of raising."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: ``fd``
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
+    if sys.stderr is None:  # what would go there cannot be shown anywhere
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        # Strict (and surrogateescape, which has only the surrogates of undecodable
+        # bytes) raise UnicodeEncodeError on some text: a lone surrogate, or "±" on an
+        # ASCII terminal.
+        if isinstance(stream, io.TextIOWrapper) and stream.errors in (
+                "strict", "surrogateescape"):
+            stream.reconfigure(errors=UNICODE_ESCAPE)
+
+
+def _stdout_gone() -> int:
+    """After standard output's reader left: send what is still buffered for it to
+    ``/dev/null`` (Python's documented way, so that the interpreter's last flush does
+    not fail again with a traceback) and return :data:`STDOUT_GONE_EXIT_STATUS`."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+    return STDOUT_GONE_EXIT_STATUS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    _prepare_streams()
     arguments = sys.argv[1:] if argv is None else list(argv)
     try:
         parser = build_parser()
@@ -333,13 +401,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             args = parser.parse_args(arguments)
         except SystemExit as done:  # --help and --version print, then exit 0
+            sys.stdout.flush()
             return done.code if isinstance(done.code, int) else 0
         status: int = args.handler(args)
+        # Here, not at the interpreter's exit: a reader that left is seen and handled.
+        sys.stdout.flush()
     except DlbenchError as error:
         _error(str(error))
         return error.exit_status
-    except BrokenPipeError:  # `dlbench query ... | head`
-        return 0
+    except BrokenPipeError:  # `dlbench query ... | head -1`: the reader had enough
+        return _stdout_gone()
+    except _StdoutClosed as error:  # `dlbench query ... >&-`
+        _error(f"cannot write the output: {error.strerror}")
+        return STDOUT_GONE_EXIT_STATUS
     except KeyboardInterrupt:  # Ctrl-C while planning, loading or writing
         print("dlbench: interrupted", file=sys.stderr)
         return INTERRUPTED_EXIT_STATUS

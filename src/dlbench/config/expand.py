@@ -9,13 +9,15 @@ with its source.
 
 An extension's condition matches as DLBS's relaxed matching does (``DictUtils.match``):
 a key the experiment does not have is ignored; a list means "equal to one of these";
-``""`` matches only ``""``; any other string is a regular expression matched at the
-start of the value; anything else must be equal. ``${__condition.KEY_0}`` is then the
+``""`` matches only ``""``; any other string is a regular expression (RE2's syntax,
+run in linear time: :mod:`dlbench.config.user_regex`) matched at the start of the
+value; anything else must be equal. ``${__condition.KEY_0}`` is then the
 whole value, ``KEY_1``... (and ``KEY_name``) the regular expression's groups.
 
 The size of a sweep is known before anything is built: the product of the variables'
 lengths, then, extension by extension, the count of experiments a condition matches
-times its cases. A sweep over ``max_experiments`` is refused with its size.
+times its cases. A sweep over ``max_experiments`` is refused with its size, and
+``max_experiments`` itself may not pass :data:`MAX_EXPERIMENTS_LIMIT`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 from dlbench.config.registry import REGISTRY
 from dlbench.config.resolve import Resolver
 from dlbench.config.spec import Extension, Sourced, SweepSpec
+from dlbench.config.user_regex import UserMatch, compile_user_regex
 from dlbench.errors import ConfigError, DlbenchError, SpecError
 
 #: One experiment before resolution: name -> (raw value, source).
@@ -36,6 +39,11 @@ RawExperiment = dict[str, Sourced]
 
 #: Most experiments a sweep may have unless the caller raises it (--max-experiments).
 MAX_EXPERIMENTS = 100_000
+
+#: The most --max-experiments may raise it to. A planned experiment (expanded,
+#: resolved and checked, its raw values kept beside it) takes about 6.5 KiB (measured
+#: over sweeps of 5,000 and 20,000), so the largest plan holds about 3.2 GiB.
+MAX_EXPERIMENTS_LIMIT = 500_000
 
 #: ``${__condition.<param>_<group>}``: a capture group of an extension's condition.
 _CAPTURE = re.compile(r"\$\{__condition\.([^${}]+)\}")
@@ -55,9 +63,13 @@ def expand(spec: SweepSpec, max_experiments: int = MAX_EXPERIMENTS) -> list[RawE
 
 
 def check_sweep_size(spec: SweepSpec, max_experiments: int) -> None:
-    """Refuse a sweep whose variables alone give more than ``max_experiments``."""
+    """Refuse a sweep whose variables alone give more than ``max_experiments``, and a
+    ``max_experiments`` outside 1 to :data:`MAX_EXPERIMENTS_LIMIT`."""
     if max_experiments < 1:
         raise ConfigError(f"--max-experiments {max_experiments}: give a limit of at least 1")
+    if max_experiments > MAX_EXPERIMENTS_LIMIT:
+        raise ConfigError(f"--max-experiments {max_experiments}: give a limit of at most "
+                          f"{MAX_EXPERIMENTS_LIMIT:,} (a planned experiment takes about 6.5 KiB)")
     lengths = {name: len(item.value) for name, item in spec.variables.items()}
     count = math.prod(lengths.values())
     if count > max_experiments:
@@ -146,11 +158,11 @@ def match_condition(experiment: RawExperiment, extension: Extension) -> dict[str
             value = resolver.get(name)
         except DlbenchError:
             value = experiment[name].value
-        match = _match(condition, value)
+        match = _match(condition, value, extension)
         if not match:
             return None
         captures[f"{name}_0"] = value
-        if isinstance(match, re.Match):
+        if isinstance(match, UserMatch):
             for index, group in enumerate(match.groups(), start=1):
                 captures[f"{name}_{index}"] = group or ""
             for group_name, group in match.groupdict().items():
@@ -158,14 +170,17 @@ def match_condition(experiment: RawExperiment, extension: Extension) -> dict[str
     return captures
 
 
-def _match(condition: Any, value: Any) -> re.Match[str] | bool | None:
+def _match(condition: Any, value: Any, extension: Extension) -> UserMatch | bool | None:
     """A list: equal to one of its items; ``""``: equal to ``""``; another string: a
     regular expression matched at the start of the value (a value that is not a string
     as its JSON text); anything else: equal."""
     if isinstance(condition, list):
         return any(_equal(item, value) for item in condition)
     if isinstance(condition, str) and condition:
-        return re.match(condition, value if isinstance(value, str) else json.dumps(value))
+        regex = compile_user_regex(
+            condition, f"{extension.source}: condition {condition!r} is not a valid "
+                       "regular expression", error=SpecError)
+        return regex.match(value if isinstance(value, str) else json.dumps(value))
     return _equal(condition, value)
 
 

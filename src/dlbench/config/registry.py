@@ -49,6 +49,7 @@ from dlbench.config.run_params import (
     parse_container_mount,
 )
 from dlbench.config.scenarios.params import SCENARIO_PARAMS
+from dlbench.config.user_regex import compile_user_regex
 
 __all__ = ["CONTAINER_ENGINE_COMMANDS", "PARAM_TYPES", "REGISTRY", "USER_NAMESPACE", "Param",
            "ParameterRegistry", "container_image", "found_batch_parameters", "is_user_param",
@@ -105,13 +106,16 @@ class ParameterRegistry:
         >>> [p.name for p in REGISTRY.search(name_regex="^exp.replica_batch$")]
         ['exp.replica_batch']
         """
-        name_re = re.compile(name_regex, re.IGNORECASE) if name_regex else None
-        text_re = re.compile(text_regex, re.IGNORECASE) if text_regex else None
+        # Users' patterns: RE2, linear in the text (dlbench.config.user_regex).
+        name_re = (compile_user_regex(name_regex, f"parameter name pattern {name_regex!r}",
+                                      ignore_case=True) if name_regex else None)
+        text_re = (compile_user_regex(text_regex, f"description pattern {text_regex!r}",
+                                      ignore_case=True) if text_regex else None)
         return [
             p
             for p in self._params.values()
-            if (name_re is None or name_re.search(p.name))
-            and (text_re is None or text_re.search(p.help))
+            if (name_re is None or name_re.finds(p.name))
+            and (text_re is None or text_re.finds(p.help))
         ]
 
     def namespace(self, namespace: str) -> list[Param]:

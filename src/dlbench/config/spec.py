@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from dlbench.config.dlbs_names import canonical_name
+from dlbench.config.user_regex import compile_user_regex
 from dlbench.errors import SpecError
 
 #: Where a value came from, as a user reads it: ``file sweep.yaml``, ``-P flag``,
@@ -51,6 +52,20 @@ EXTENSION_KEYS = ("condition", "parameters", "cases")
 #: Deepest nesting of lists and mappings a spec value may have (a real spec needs a
 #: handful; the limit keeps every later recursive walk far from Python's stack limit).
 MAX_DEPTH = 100
+
+#: The most bytes a spec file may hold: the largest real sweep spec is a few KiB, a
+#: generated one listing every value of many variables a few MiB.
+MAX_SPEC_BYTES = 16 * 2**20
+
+#: Most digits an integer in a spec may have: Python's own limit on converting an int
+#: to and from its text (``sys.get_int_max_str_digits``), past which the value could
+#: be neither shown, saved nor compared by its text.
+MAX_INT_DIGITS = 4300
+
+#: What a longer integer is told.
+TOO_MANY_DIGITS = (f"an integer of more than {MAX_INT_DIGITS:,} digits; accepted: integers "
+                   f"of at most {MAX_INT_DIGITS:,} digits (a float such as 1e300 for a "
+                   f"larger magnitude)")
 
 #: The keys of DLBS's declared form of a parameter, and the types it may declare.
 DECLARED_KEYS = frozenset({"val", "type", "desc"})
@@ -133,6 +148,19 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+    def construct_int(self, node: Any) -> Any:
+        """An integer, at most MAX_INT_DIGITS digits long, whatever its base."""
+        try:
+            value = self.construct_yaml_int(node)  # type: ignore[no-untyped-call]
+        except ValueError:  # Python's own digit limit, hit while converting
+            value = None
+        if value is None or abs(value) >= 10**MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(None, None, TOO_MANY_DIGITS,
+                                                    node.start_mark)
+        return value
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_int)
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
@@ -215,8 +243,13 @@ def _load_json(text: str, where: str, flag_text: str | None = None) -> Any:
             out[key] = value
         return out
 
+    def integer(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+            raise SpecError(f"{where}: {TOO_MANY_DIGITS}")
+        return int(digits)
+
     try:
-        return json.loads(text, object_pairs_hook=pairs)
+        return json.loads(text, object_pairs_hook=pairs, parse_int=integer)
     except json.JSONDecodeError as exc:
         if flag_text is not None:
             raise SpecError(f"{where}: {_shorten(flag_text)} is not valid JSON: {exc.msg}"
@@ -257,11 +290,18 @@ def _merge_file(spec: SweepSpec, path: Path) -> None:
 def _read_file(path: Path) -> Any:
     """The parsed content of a YAML or JSON file, with ``file:line`` on a syntax error."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            # One read past the limit tells a file that is too long (or never ends,
+            # /dev/zero) without holding more of it.
+            data = stream.read(MAX_SPEC_BYTES + 1)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise SpecError(f"spec file {path} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"spec file {path} cannot be read: {exc}") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"spec file {path} is larger than {MAX_SPEC_BYTES:,} bytes; accepted: "
+                        f"spec files of at most {MAX_SPEC_BYTES // 2**20} MiB")
     if path.suffix.lower() == ".json":
         if not text.strip():
             return None
@@ -288,16 +328,29 @@ def _parse_flag(flag: str, text: str) -> tuple[str, Any]:
         raise SpecError(f"{flag} {_shorten(text)}: expected name=value")
     if raw.strip() == "":
         return name, ""
+    value = parse_flag_value(flag, raw, text)
+    return name, "" if value is None else value
+
+
+def parse_flag_value(flag: str, raw: str, text: str | None = None) -> Any:
+    """``raw``, the value of ``flag``, parsed as YAML to a JSON value (``"1"`` is the
+    int 1, ``"1.5"`` a float, ``"0,1"`` a string, ``""`` None), with the bounds of a
+    spec (no aliases, MAX_DEPTH, MAX_INT_DIGITS); SpecError otherwise, naming ``flag``
+    and ``text``, the flag's whole text (``raw`` if not given).
+
+    >>> parse_flag_value("--baseline-x", "[1, x]")
+    [1, 'x']
+    """
+    shown = f"{flag} {_shorten(raw if text is None else text)}"
     try:
         value = yaml.load(raw, Loader=_Loader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{flag} {_shorten(text)}: cannot parse the value: {problem}") from None
+        raise SpecError(f"{shown}: cannot parse the value: {problem}") from None
     except RecursionError:  # not expected past the composer's depth limit; kept as a net
-        raise SpecError(f"{flag} {_shorten(text)}: values nest more than {MAX_DEPTH} deep"
-                        ) from None
-    _check_json(value, f"{flag} {_shorten(text)}")
-    return name, "" if value is None else value
+        raise SpecError(f"{shown}: values nest more than {MAX_DEPTH} deep") from None
+    _check_json(value, shown)
+    return value
 
 
 def _as_values(value: Any, name: str, source: Source) -> list[Any]:
@@ -339,12 +392,9 @@ def _parse_extension(obj: Any, source: Source) -> Extension:
     condition = _mapping(obj.get("condition"), f"{source}: condition")
     for name, cond in condition.items():
         for pattern in cond if isinstance(cond, list) else [cond]:
-            if isinstance(pattern, str):
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise SpecError(f"{source}: condition on {name}: {pattern!r} is not a "
-                                    f"valid regular expression: {exc}") from None
+            if isinstance(pattern, str) and pattern:
+                compile_user_regex(pattern, f"{source}: condition on {name}: {pattern!r} is "
+                                            "not a valid regular expression", error=SpecError)
     where = f"{source}: parameters"
     parameters = {canonical_name(name): _declared(name, value, where)
                   for name, value in _mapping(obj.get("parameters"), where).items()}

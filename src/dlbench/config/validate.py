@@ -7,6 +7,7 @@ flag its value came from, and what would be accepted.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shutil
 from collections.abc import Mapping
@@ -14,6 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS, FrameworkInfo, model_info
+from dlbench.config.command_words import (
+    check_bind_path,
+    check_container_image,
+    check_container_option,
+    check_container_python,
+    control_character,
+    is_rendezvous_endpoint,
+)
 from dlbench.config.devices import check_gpus_here, usable_cores
 from dlbench.config.expand import MAX_EXPERIMENTS, RawExperiment, expand
 from dlbench.config.external import is_external, missing_requirement
@@ -38,9 +47,7 @@ __all__ = ["MAX_REPLICA_BATCH", "RUN_DIR_FILES", "check_experiment", "check_log_
            "check_names", "plan_experiments"]
 
 #: exp.gpus in DLBS's syntax: replicas separated by `,`, GPUs of one replica by `:`.
-_GPUS = re.compile(r"^$|^\d+(:\d+)*(,\d+(:\d+)*)*$")
-#: A rendezvous endpoint: host name or address, a colon, a port.
-_ENDPOINT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d+$")
+_GPUS = re.compile(r"\A(\d+(:\d+)*(,\d+(:\d+)*)*)?\Z")
 
 #: Smallest accepted value of numeric parameters.
 _MINIMUM = {
@@ -219,6 +226,7 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
     check_measurement_extras(values, shown, framework)
     check_scenario(values, shown)
     _check_parallel_jobs(values, raw)
+    _check_run_directory(values, raw)
     _check_container(values, raw)
     _check_replicas(values, raw, framework)
 
@@ -303,12 +311,62 @@ def _check_container(values: Mapping[str, Any], raw: RawExperiment) -> None:
                           f"set exp.docker_image ({why})")
     for item in values["exp.container_mounts"]:
         try:
-            parse_container_mount(item if isinstance(item, str) else "")
+            host, inside, _ = parse_container_mount(item if isinstance(item, str) else "")
+            check_bind_path(host)
+            check_bind_path(inside)
         except ValueError as error:
             raise ConfigError(f"{shown('exp.container_mounts')}: {error}") from None
     if not all(isinstance(item, str) for item in values["exp.container_options"]):
         raise ConfigError(f"{shown('exp.container_options')} must be a list of strings, one "
                           f"per argument, e.g. ['--shm-size=8g']")
+    _check_container_words(values, raw)
+
+
+def _check_container_words(values: Mapping[str, Any], raw: RawExperiment) -> None:
+    """What exp.docker puts on the engine's command line is one argument each, none in an
+    option position but exp.container_options: the image is an image reference (never
+    an option), the options are option words, the mounted folders cannot be split."""
+
+    def shown(name: str) -> str:
+        return describe(name, values[name], raw[name].source)
+
+    image = container_image(values)
+    try:
+        check_container_image(image, values["exp.container_engine"])
+    except ValueError as error:
+        own = FRAMEWORKS[values["exp.framework"]].knob_param("docker_image")
+        name = "exp.docker_image" if values["exp.docker_image"] or not own else own
+        raise ConfigError(f"{shown(name)}: not an image: {error}") from None
+    for option in values["exp.container_options"]:
+        try:
+            check_container_option(option)
+        except ValueError as error:
+            raise ConfigError(f"{shown('exp.container_options')}: {error}") from None
+    try:
+        check_container_python(str(values["exp.container_python"]))
+    except ValueError as error:
+        raise ConfigError(f"{shown('exp.container_python')}: {error}") from None
+    # The folders mounted at the same path inside (container.mounts).
+    folders = {"exp.out_dir": str(values["exp.out_dir"]),
+               "exp.log_file": os.path.dirname(os.path.abspath(str(values["exp.log_file"]))),
+               "exp.data_dir": str(values["exp.data_dir"])}
+    for name, folder in folders.items():
+        try:
+            check_bind_path(os.path.abspath(folder) if folder else "")
+        except ValueError as error:
+            raise ConfigError(f"{shown(name)} is mounted into the container, and its "
+                              f"folder {error}") from None
+
+
+def _check_run_directory(values: Mapping[str, Any], raw: RawExperiment) -> None:
+    """exp.out_dir holds no control character: a run directory's name goes into job
+    scripts (Slurm's), command lines and messages, where a newline would end a line."""
+    char = control_character(str(values["exp.out_dir"]))
+    if char:
+        shown = describe("exp.out_dir", values["exp.out_dir"], raw["exp.out_dir"].source)
+        raise ConfigError(f"{shown}: a run directory's name cannot hold a control character "
+                          f"({char}): it goes into job scripts, command lines and messages; "
+                          "give a name without one")
 
 
 def _check_replicas(
@@ -350,7 +408,7 @@ def _check_replicas(
     if values["exp.dist_backend"] == "nccl" and not gpus:
         raise ConfigError(f"{shown('exp.dist_backend')} needs GPUs (exp.gpus is empty); "
                           f"use gloo or auto for CPU replicas")
-    if nodes > 1 and not _ENDPOINT.match(str(values["exp.rendezvous"])):
+    if nodes > 1 and not is_rendezvous_endpoint(str(values["exp.rendezvous"])):
         raise ConfigError(f"{shown('exp.rendezvous')}: a run on {nodes} nodes needs the "
                           f"HOST:PORT where they meet, e.g. exp.rendezvous=node01:29500")
 

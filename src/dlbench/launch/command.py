@@ -13,7 +13,9 @@ The worker's input is the experiment's resolved parameters, as JSON
 wrap it read (paths, locale, temporary folder, the device, thread, compiler and
 framework variables, dlbench's and Slurm's own), plus the names the user lists in
 ``DLBENCH_WORKER_ENV``, plus what dlbench sets for the experiment. Anything else set in
-the parent (a token, a password) never reaches a worker. The names the worker got (never
+the parent (a token, a password) never reaches a worker, nor does any of dlbench's
+internal variables (:data:`~dlbench.results.log.file.INTERNAL_ENV`), whatever lists it:
+those are set by dlbench for its own children only. The names the worker got (never
 their values) go in its log as ``sys.worker_env`` (:func:`note_worker_env`).
 """
 
@@ -28,13 +30,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from dlbench.config.catalog import FRAMEWORKS
+from dlbench.config.command_words import is_rendezvous_endpoint
 from dlbench.config.devices import usable_cores
+from dlbench.errors import ConfigError
 from dlbench.launch.container import container_argv
 from dlbench.measure.ncu import default_metrics
 from dlbench.results.export import write_atomically
-from dlbench.results.log.file import LOG_FILE_ENV, format_line
+from dlbench.results.log.file import INTERNAL_ENV, LOG_FILE_ENV, format_line
 
-__all__ = ["EXTRA_ENV", "LOG_FILE_ENV", "WORKER_ENV_KEY", "WORKER_ENV_NAMES",
+__all__ = ["EXTRA_ENV", "INTERNAL_ENV", "LOG_FILE_ENV", "WORKER_ENV_KEY", "WORKER_ENV_NAMES",
            "WORKER_ENV_PREFIXES", "note_worker_env", "passed_through", "profiler_argv",
            "torchrun_arguments", "uses_torchrun", "worker_argv", "worker_env", "write_input"]
 
@@ -56,7 +60,8 @@ WORKER_ENV_NAMES = frozenset({
 #: threads (OpenMP, MKL, OpenBLAS); the frameworks and their compilers (PyTorch,
 #: Inductor, Triton, XLA/JAX, TensorFlow's own, ONNX Runtime, oneDNN); collectives;
 #: model caches; the Nsight tools; XDG folders (caches, the rootless engines' runtime
-#: folder); Slurm's job, where Slurm starts the worker; and dlbench's own. Never a
+#: folder); Slurm's job, where Slurm starts the worker; and dlbench's own (those a user
+#: may set: never :data:`INTERNAL_ENV`, see :func:`passed_through`). Never a
 #: prefix that also names credentials (``HF_TOKEN``, Terraform's ``TF_TOKEN_*`` and
 #: ``TF_VAR_*``, ``APPTAINER_DOCKER_PASSWORD``): those reach a worker only when listed
 #: in ``DLBENCH_WORKER_ENV``.
@@ -98,9 +103,15 @@ def torchrun_arguments(experiment: Mapping[str, Any]) -> list[str]:
     if nodes == 1:
         return ["--standalone", "--nnodes=1", *args]
     backend = str(experiment["exp.rendezvous_backend"])
+    endpoint = str(experiment["exp.rendezvous"])
+    # One argument, HOST:PORT and nothing else: never a line break, a space or an option.
+    if not is_rendezvous_endpoint(endpoint):
+        raise ConfigError(f"exp.rendezvous={endpoint!r}: a run on {nodes} nodes needs the "
+                          "HOST:PORT where they meet, e.g. exp.rendezvous=node01:29500")
+    if backend not in ("c10d", "static"):
+        raise ConfigError(f"exp.rendezvous_backend={backend!r} is not one of 'c10d', 'static'")
     args += [f"--nnodes={nodes}", f"--rdzv-backend={backend}",
-             f"--rdzv-endpoint={experiment['exp.rendezvous']}",
-             f"--rdzv-id={experiment['exp.id']}"]
+             f"--rdzv-endpoint={endpoint}", f"--rdzv-id={experiment['exp.id']}"]
     if backend == "static":
         args.append(f"--node-rank={int(experiment['exp.node_rank'])}")
     return args
@@ -140,7 +151,12 @@ def profiler_argv(experiment: Mapping[str, Any], argv: list[str]) -> list[str]:
                 "--capture-range-end=stop", "--trace=cuda,nvtx,osrt,cudnn,cublas",
                 "--force-overwrite=true", f"--output={log}.nsys-rep", *argv]
     if tool == "ncu":
-        metrics = list(experiment.get("exp.ncu_metrics") or ()) or default_metrics()
+        metrics = [str(m) for m in experiment.get("exp.ncu_metrics") or ()] or default_metrics()
+        for metric in metrics:  # each one item of ncu's comma-separated --metrics
+            if not re.fullmatch(r"[^\s,\x00-\x1f\x7f-\x9f]+", metric):
+                raise ConfigError(f"exp.ncu_metrics: {metric!r} is not a metric name: one "
+                                  "word without commas, e.g. sm__throughput.avg.pct_of_peak_"
+                                  "sustained_elapsed")
         return ["ncu", "--profile-from-start=off", "--target-processes=all", "--csv",
                 "--print-units=base", f"--log-file={log}.ncu.csv",
                 f"--metrics={','.join(metrics)}", *argv]
@@ -149,11 +165,16 @@ def profiler_argv(experiment: Mapping[str, Any], argv: list[str]) -> list[str]:
 
 def passed_through(name: str, extra: frozenset[str] = frozenset()) -> bool:
     """Whether the parent's variable ``name`` reaches the worker: on the allow-list, or
-    among the ``extra`` names the user listed.
+    among the ``extra`` names the user listed; never one of dlbench's internal ones
+    (:data:`INTERNAL_ENV`), which dlbench sets for its children where it means them.
 
     >>> passed_through("CUDA_VISIBLE_DEVICES"), passed_through("AWS_SECRET_ACCESS_KEY")
     (True, False)
+    >>> passed_through("DLBENCH_STRICT_KEYS"), passed_through("DLBENCH_LOG_FILE")
+    (True, False)
     """
+    if name in INTERNAL_ENV:
+        return False
     return name in WORKER_ENV_NAMES or name.startswith(WORKER_ENV_PREFIXES) or name in extra
 
 
@@ -161,7 +182,8 @@ def worker_env(
     experiment: Mapping[str, Any], base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The worker's environment: the variables of the parent's (``base``, default
-    ``os.environ``) that :func:`passed_through` allows, unbuffered, so output lines
+    ``os.environ``) that :func:`passed_through` allows (none of :data:`INTERNAL_ENV`:
+    a launcher that means one sets it after), unbuffered, so output lines
     reach the log in the order they were written. Under torchrun each process gets its
     share of this node's cores as its thread count (torchrun would otherwise set one
     thread)."""

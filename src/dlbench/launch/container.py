@@ -6,7 +6,15 @@ inside ``exp.docker_image`` through ``exp.container_engine``:
 - ``docker run`` / ``podman run`` with ``--rm --init``, the caller's uid and gid,
   the run directory mounted at the same path, GPUs by ``--gpus`` (docker) or CDI
   devices (podman);
-- ``apptainer exec --cleanenv`` with ``--nv`` for GPUs and the same mounts.
+- ``apptainer exec --cleanenv`` with ``--nv`` for GPUs and the same mounts, started
+  through ``env`` with each value to pass as ``APPTAINERENV_NAME=VALUE``: apptainer's
+  ``--env`` splits its argument at commas (``OMP_NUM_THREADS=1,LD_PRELOAD=x`` would be
+  two variables), its own environment is read as it is.
+
+The image comes after ``--``, the end of the engine's options, and is a checked image
+reference (:func:`~dlbench.config.command_words.check_container_image`); only the items of
+exp.container_options are options the user gives. A mounted folder whose path holds
+``,`` or ``:`` (the mount options' separators) or a control character is refused.
 
 The worker inside writes its log on the mounted run directory, so the runner reads it
 as it reads any other. This dlbench's own package is mounted read-only and put on
@@ -17,23 +25,32 @@ Everything is an argument list: nothing passes through a shell.
 Example (what the runner starts for one GPU, docker)::
 
     docker run --rm --init --user 1000:1000 --gpus "device=0" -e PYTHONUNBUFFERED ...
-        pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime python -m dlbench.worker EXP.json
+        -- pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime python -m dlbench.worker EXP.json
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import dlbench
+from dlbench.config.command_words import (
+    APPTAINER_IMAGE_SUFFIXES,
+    check_bind_path,
+    check_container_image,
+    check_container_option,
+    check_container_python,
+    is_image_reference,
+)
 from dlbench.config.registry import (
     CONTAINER_ENGINE_COMMANDS,
     container_image,
     parse_container_mount,
 )
+from dlbench.errors import ConfigError
 
 #: Where this dlbench's package is mounted inside the container.
 DLBENCH_MOUNT = "/opt/dlbench"
@@ -107,9 +124,29 @@ def mounts(
         package = str(Path(dlbench.__file__).resolve().parent)
         found[package] = (package, f"{DLBENCH_MOUNT}/dlbench", True)
     for text in experiment.get("exp.container_mounts") or []:
-        host, inside, read_only = parse_container_mount(str(text))
+        try:
+            host, inside, read_only = parse_container_mount(str(text))
+        except ValueError as error:
+            raise ConfigError(f"exp.container_mounts: {error}") from None
         found[f"{host}->{inside}"] = (host, inside, read_only)
+    for host, inside, _ in found.values():
+        for path in (host, inside):
+            try:
+                check_bind_path(path)
+            except ValueError as error:
+                raise ConfigError(f"exp.docker: a folder to mount into the container, "
+                                  f"{error}") from None
     return list(found.values())
+
+
+def _checked(name: str, value: str, check: Callable[[str], None]) -> str:
+    """``value`` of parameter ``name`` once ``check`` accepts it (the plan checked it
+    already; this keeps a hand-made experiment from reaching an option position)."""
+    try:
+        check(value)
+    except ValueError as error:
+        raise ConfigError(f"{name}={value!r}: {error}") from None
+    return value
 
 
 def gpu_indices(experiment: Mapping[str, Any]) -> list[int]:
@@ -133,8 +170,12 @@ def container_argv(
     the values from its own environment, the one the runner starts it with)."""
     engine = str(experiment.get("exp.container_engine", "docker"))
     command = engine_command(engine) or CONTAINER_ENGINE_COMMANDS[engine][0]
-    image = container_image(experiment)
-    inside = [str(experiment.get("exp.container_python") or "python"), *argv[1:]]
+    image = _checked("exp.docker_image", container_image(experiment),
+                     lambda text: check_container_image(text, engine))
+    python = _checked("exp.container_python",
+                      str(experiment.get("exp.container_python") or "python"),
+                      check_container_python)
+    inside = [python, *argv[1:]]
     folders = mounts(experiment, argv, env, run_dir)
     names = forwarded_names(env)
     values: dict[str, str] = {}
@@ -143,23 +184,30 @@ def container_argv(
     copy_cpus = str(experiment.get("exp.copy_cpus") or "")
     if copy_cpus:  # a parallel copy: the runner sets its thread count after this is built
         values["OMP_NUM_THREADS"] = str(_cpu_count(copy_cpus))
-    options = [str(o) for o in experiment.get("exp.container_options") or []]
+    options = [_checked("exp.container_options", str(o), check_container_option)
+               for o in experiment.get("exp.container_options") or []]
     if engine == "apptainer":
-        return [command, "exec", "--cleanenv", *(["--nv"] if gpu_indices(experiment) else []),
+        passed = {**{name: env[name] for name in names if name not in values}, **values}
+        return ["env", *[f"{_apptainer_prefix(command)}{name}={value}"
+                         for name, value in passed.items()],
+                command, "exec", "--cleanenv", *(["--nv"] if gpu_indices(experiment) else []),
                 "--pwd", os.getcwd(),
                 *[arg for host, ctr, ro in folders
                   for arg in ("--bind", f"{host}:{ctr}{':ro' if ro else ''}")],
-                *[arg for name in names if name not in values
-                  for arg in ("--env", f"{name}={env[name]}")],
-                *[arg for name, value in values.items() for arg in ("--env", f"{name}={value}")],
-                *options, _apptainer_image(image), *inside]
+                *options, "--", _apptainer_image(image), *inside]
     return [command, "run", *_run_options(engine, experiment, copy_cpus),
             "--workdir", os.getcwd(),
             *[arg for host, ctr, ro in folders
               for arg in ("--volume", f"{host}:{ctr}{':ro' if ro else ''}")],
             *[arg for name in names if name not in values for arg in ("-e", name)],
             *[arg for name, value in values.items() for arg in ("-e", f"{name}={value}")],
-            *options, image, *inside]
+            *options, "--", image, *inside]
+
+
+def _apptainer_prefix(command: str) -> str:
+    """The prefix of the variables that ``command`` (apptainer, or singularity, which may
+    be SingularityCE) sets inside the container, even with --cleanenv."""
+    return "SINGULARITYENV_" if command == "singularity" else "APPTAINERENV_"
 
 
 def _run_options(engine: str, experiment: Mapping[str, Any], copy_cpus: str) -> list[str]:
@@ -198,6 +246,7 @@ def _run_options(engine: str, experiment: Mapping[str, Any], copy_cpus: str) -> 
 def _apptainer_image(image: str) -> str:
     """An image file (``.sif``) or a URI as given; a registry name as ``docker://NAME``,
     the same image docker would run."""
-    if "://" in image or image.endswith((".sif", ".simg")) or os.path.exists(image):
+    if ("://" in image or image.endswith(APPTAINER_IMAGE_SUFFIXES) or os.path.isfile(image)
+            or not is_image_reference(image)):  # docker-archive:FILE, oci:FOLDER...
         return image
     return f"docker://{image}"

@@ -16,6 +16,9 @@ here and nowhere else.
   columns, label_columns, rows, notes}]}``; a mean of runs is ``{"mean", "sd",
   "n"}``, other cells are plain values, missing ones ``null``.
 
+Every format writes a lone surrogate as its ``\\udXXX`` escape
+(:mod:`dlbench.textsafe`): the lines always encode as UTF-8.
+
 Example::
 
     lines = render_report(report, "markdown")
@@ -39,6 +42,7 @@ from dlbench.results.text_table import (
     one_line,
 )
 from dlbench.results.values import is_number as _is_number
+from dlbench.textsafe import escape_surrogates
 
 #: The formats a report renders to as lines (html is a page: ``dlbench.report.html.page``).
 RENDER_FORMATS = REPORT_FORMATS
@@ -206,7 +210,8 @@ def render_json(report: Report) -> list[str]:
             for table in report.tables
         ],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False).splitlines()
+    # A lone surrogate as its \udXXX escape: valid JSON that reads back as it.
+    return escape_surrogates(json.dumps(document, indent=2, ensure_ascii=False)).splitlines()
 
 
 def render_report(report: Report, fmt: str) -> list[str]:

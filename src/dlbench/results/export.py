@@ -1,9 +1,14 @@
 """Records out: ``.json``, ``.json.gz``, ``.jsonl``, ``.csv`` and ``.parquet`` files,
-written whole or never (a temporary file beside the destination, renamed into place).
+written whole or never (a temporary file beside the destination, renamed into place),
+and :func:`open_output`, through which every file dlbench writes is written: a regular
+file replaced whole, a device or a FIFO written in place and never replaced
+(:func:`~dlbench.results.outputs.writes_in_place` decides which).
 
 CSV has no types, so a cell is written so that it reads back as what it was: a
 non-string value as its JSON text, a string raw unless it would itself read back as
-JSON (``"0"``, ``"true"``, ``""``, ``"[1]"``), in which case it is JSON-quoted.
+JSON (``"0"``, ``"true"``, ``""``, ``"[1]"``) or holds a lone surrogate, in which case
+it is JSON-quoted. Text is UTF-8, a lone surrogate written as its ``\\uXXXX`` escape
+(:mod:`dlbench.textsafe`): in JSON that reads back as the same string.
 
 The JSON formats are written as the records come, so that records parsed from many
 logs (:func:`dlbench.results.log.parser.iter_logs`) go to a file without ever being held
@@ -20,6 +25,7 @@ import itertools
 import json
 import os
 import secrets
+import stat
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -29,8 +35,10 @@ from typing import IO, Any, Protocol
 from dlbench.errors import ResultsError
 from dlbench.results.log.parser import ParseWarning, iter_logs_as, stream_logs
 from dlbench.results.log.rawjson import RawJSON
+from dlbench.results.outputs import resolved_path, writes_in_place
 from dlbench.results.parquet import parquet_bytes
 from dlbench.results.text_table import csv_line
+from dlbench.textsafe import encode_utf8, escape_surrogates
 
 WRITE_FORMATS = (".json", ".json.gz", ".jsonl", ".csv", ".parquet")
 
@@ -54,7 +62,9 @@ def _encode_cell(value: Any) -> str:
         try:
             json.loads(value)
         except ValueError:
-            return value
+            if escape_surrogates(value) is value:
+                return value
+            # A lone surrogate is written escaped: as JSON, the escape reads back as it.
         # It would read back as a number, bool, null, list... so quote it.
         return json.dumps(value, ensure_ascii=False)
     return json.dumps(value, ensure_ascii=False)
@@ -87,8 +97,9 @@ class TextSink(Protocol):
 
 
 def record_json(record: Mapping[str, Any]) -> str:
-    """A record as one line of JSON, as every JSON format here writes it."""
-    return json.dumps(dict(record), ensure_ascii=False)
+    """A record as one line of JSON, as every JSON format here writes it (a lone
+    surrogate as its ``\\udXXX`` escape, which reads back as the same string)."""
+    return escape_surrogates(json.dumps(dict(record), ensure_ascii=False))
 
 
 def dump_records(records: Iterable[Mapping[str, Any]], out: TextSink) -> int:
@@ -138,7 +149,7 @@ class _Sink:
         self._zlib = zlib.compressobj(9, zlib.DEFLATED, 31) if gz else None
 
     def write(self, text: str) -> None:
-        data = text.encode("utf-8")
+        data = encode_utf8(text)
         self._parts.append(data)
         self._size += len(data)
         if self._size >= 2**20:
@@ -156,41 +167,96 @@ class _Sink:
 
 
 @contextlib.contextmanager
-def _atomic(path: Path) -> Iterator[IO[bytes]]:
-    """A binary file that becomes ``path`` when the block ends without an exception;
-    ``ResultsError`` when it cannot be written."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+def open_output(path: str | Path, flag: str = "--output") -> Iterator[IO[bytes]]:
+    """A binary file to write the output ``path`` through, the one way dlbench writes a
+    file a user names (and its own). A regular file, or a path where nothing is yet,
+    becomes what was written when the block ends without an exception: written to a
+    temporary file beside it (symbolic links followed) and renamed into place, never
+    half-written, and on any exception (Ctrl-C too) the temporary file is removed and
+    the old file stays. A character device, a FIFO or a socket is opened and written in
+    place, never replaced or removed. ``ResultsError`` naming ``flag`` for a directory,
+    a block device or a loop of symbolic links, and when the file cannot be written
+    (a full disk, a FIFO whose reader left)."""
+    shown = Path(path)
+    in_place = writes_in_place(shown, flag)
+    # A file is replaced where its links lead; a device is opened by the name given,
+    # which the kernel follows (/dev/stdout leads to a pipe no path names).
+    target = shown.expanduser() if in_place else resolved_path(shown, flag)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # os.open with 0o666 lets the umask decide the mode, as for any new file
-        # (tempfile would leave the file readable by its owner only).
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as out:
+        if in_place:
+            with _in_place(target, flag, shown) as out:
                 yield out
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, path)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
+        else:
+            with _replaced(target) as out:
+                yield out
     except OSError as exc:
-        raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        if not _about_output(exc, target):
+            raise  # reading what is written (a log, a store) failed: its own message
+        raise ResultsError(f"cannot write {shown}: {exc.strerror or exc}") from exc
 
 
-def write_atomically(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file beside it renamed into
-    place, so that a reader never sees half a file; ResultsError if it cannot."""
-    with _atomic(Path(path)) as out:
-        out.write(data)
+def _about_output(error: OSError, target: Path) -> bool:
+    """Whether ``error`` is about writing ``target``: one without a file name (a write
+    or a flush), or about the target, its temporary file or a folder above it."""
+    if error.filename is None:
+        return True
+    about = Path(os.fsdecode(error.filename))
+    return (about == target or about in target.parents or (
+        about.parent == target.parent and about.name.startswith(_temp_prefix(target))))
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}."
+
+
+@contextlib.contextmanager
+def _in_place(target: Path, flag: str, shown: Path) -> Iterator[IO[bytes]]:
+    # Opening a FIFO waits, as any writer does, for a reader. No O_CREAT, no O_TRUNC:
+    # what is there is used, never made.
+    fd = os.open(target, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    with os.fdopen(fd, "wb") as out:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            # Replaced by a regular file since it was looked at: writing over it in
+            # place would leave the old file's end behind.
+            raise ResultsError(f"{flag} {shown}: changed while being opened; run again")
+        yield out
+
+
+@contextlib.contextmanager
+def _replaced(target: Path) -> Iterator[IO[bytes]]:
+    temp = target.with_name(f"{_temp_prefix(target)}{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # os.open with 0o666 lets the umask decide the mode, as for any new file
+    # (tempfile would leave the file readable by its owner only).
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, target)
+    except BaseException:  # Ctrl-C and a closed generator too: nothing is left behind
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def write_atomically(path: str | Path, data: bytes | str) -> None:
+    """Write ``data`` (bytes, or text written as UTF-8 by :mod:`dlbench.textsafe`'s
+    rule) to ``path`` through :func:`open_output`: a regular file replaced whole, so
+    that a reader never sees half a file, a device or a FIFO written in place;
+    ResultsError if it cannot."""
+    with open_output(path) as out:
+        out.write(encode_utf8(data) if isinstance(data, str) else data)
 
 
 def write_records(records: Iterable[Mapping[str, Any]], path: str | Path) -> int:
     """Write records to ``path`` in the format its extension names; their count.
 
     ``.json`` (``{"data": [...]}``, one record per line), ``.json.gz``, ``.jsonl``,
-    ``.csv`` or ``.parquet`` (columns: every key, in first-seen order). The file is written
-    beside its destination and renamed into place, so it is never half-written.
+    ``.csv`` or ``.parquet`` (columns: every key, in first-seen order), through
+    :func:`open_output`: a file is written beside its destination and renamed into
+    place, so it is never half-written; a device or a FIFO is written in place.
     The JSON formats are written as ``records`` yields them (CSV and Parquet hold them all).
     Any other extension raises ``ResultsError``, before a record is asked for.
     """
@@ -203,18 +269,18 @@ def write_records(records: Iterable[Mapping[str, Any]], path: str | Path) -> int
     if kind in _HELD_FORMATS or (kind == ".json.gz" and not _ZLIB_GZIP):
         held = list(records)
         if kind == ".csv":
-            data = _csv_text(held).encode("utf-8")
+            data = encode_utf8(_csv_text(held))
         elif kind == ".parquet":
             data = parquet_bytes(held, str(path))
         else:  # mtime=0: the same records always give the same bytes
-            data = gzip.compress(dumps_records(held).encode("utf-8"), mtime=0)
+            data = gzip.compress(encode_utf8(dumps_records(held)), mtime=0)
         write_atomically(path, data)
         return len(held)
     return _write_texts(map(record_json, records), path, kind)
 
 
 def _write_texts(texts: Iterable[str], path: Path, kind: str) -> int:
-    with _atomic(path) as raw:
+    with open_output(path) as raw:
         sink = _Sink(raw, gz=kind == ".json.gz")
         count = (_dump_jsonl if kind == ".jsonl" else _dump_json)(texts, sink)
         sink.close()

@@ -25,10 +25,14 @@ from __future__ import annotations
 
 import csv
 import gzip
+import importlib
 import io
+import zlib
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
+
+import psutil
 
 from dlbench.errors import ResultsError
 from dlbench.results.export import (
@@ -61,6 +65,21 @@ _SOURCE_KINDS = (
 
 
 # ---------------------------------------------------------------- loading
+
+#: The most bytes a records file (.json, .json.gz decompressed, .jsonl, .csv, a
+#: Parquet file's columns) may hold. A million records of a real run (benchmarks/
+#: results_scale.py's: a run of 500 timed batches with its monitor's series) export to
+#: 10.8 GB as .json or .jsonl, 7.2 GB as .csv, 1.3 GB as .json.gz (11 GB decompressed):
+#: the limit leaves half as much again above that, and stops a gzip bomb or a
+#: device that never ends. A smaller machine gets a smaller limit
+#: (:func:`records_input_limit`).
+MAX_RECORDS_INPUT_BYTES = 16 * 1024**3
+#: A records file's text is held whole, then parsed into records that take several
+#: times its size: past this share of the memory available, a read would exhaust it.
+_MEMORY_SHARE = 4
+
+#: Bytes read at a time: the most a read holds beyond what the file has given.
+_READ_CHUNK = 1 << 20
 
 
 def _as_records(data: Any, path: Path) -> list[dict[str, Any]]:
@@ -131,14 +150,64 @@ def _load_csv(text: str, path: Path) -> list[dict[str, Any]]:
         csv.field_size_limit(previous_limit)
 
 
-def _read_text(path: Path, compressed: bool = False) -> str:
+def records_input_limit() -> int:
+    """The most bytes a records file may hold here: :data:`MAX_RECORDS_INPUT_BYTES`, or
+    a quarter of the memory available now where that is less."""
+    available = int(psutil.virtual_memory().available)
+    return min(MAX_RECORDS_INPUT_BYTES, max(available // _MEMORY_SHARE, 1 << 20))
+
+
+def _read_text(path: Path, compressed: bool = False, json_text: bool = False) -> str:
+    """The text of a records file (``compressed``: gzip), read in chunks, at most
+    :func:`records_input_limit` of it once decompressed; ``json_text``: JSON, in
+    which a NUL byte cannot stand, so that a file of zeros stops at its first chunk."""
     try:
-        data = path.read_bytes()
-        if compressed:
-            data = gzip.decompress(data)
+        with gzip.open(path, "rb") if compressed else path.open("rb") as stream:
+            data = _read_bounded(stream, path, records_input_limit(), compressed, json_text)
         return data.decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise ResultsError(f"cannot read {path}: {exc}") from exc
+
+
+def _read_bounded(stream: IO[bytes] | gzip.GzipFile, path: Path, limit: int, compressed: bool,
+                  json_text: bool) -> bytes:
+    """Every byte of ``stream`` up to ``limit``; ResultsError past it (never reading
+    more than ``limit`` + 1) or, for ``json_text``, at a NUL byte."""
+    chunks: list[bytes] = []
+    total = 0
+    while chunk := stream.read(min(_READ_CHUNK, limit + 1 - total)):
+        nul = chunk.find(b"\0") if json_text else -1
+        if nul >= 0:
+            raise ResultsError(f"{path}: not valid JSON (a NUL byte at byte {total + nul:,})")
+        total += len(chunk)
+        if total > limit:
+            decompressed = " decompressed" if compressed else ""
+            raise ResultsError(
+                f"{path}: more than {limit:,} bytes{decompressed}; accepted: records files "
+                f"of at most {limit:,} bytes here (the smaller of 16 GiB and a quarter of the "
+                f"memory available; a million records of a run take about 11 GB as .json)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_parquet_size(path: Path) -> None:
+    """Refuse a Parquet file whose columns take more than records_input_limit() once
+    decompressed (as its metadata says), before any is read; without pyarrow, leave
+    the refusal to the reader."""
+    limit = records_input_limit()
+    try:
+        parquet = importlib.import_module("pyarrow.parquet")
+    except ImportError:
+        return
+    try:
+        metadata = parquet.read_metadata(path)
+    except Exception:  # not Parquet (pyarrow's errors are many): the reader says so
+        return
+    size = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+    if size > limit:
+        raise ResultsError(
+            f"{path}: {size:,} bytes of columns decompressed; accepted: records files of "
+            f"at most {limit:,} bytes")
 
 
 class _Wanted:
@@ -205,14 +274,15 @@ def _load_source(
             parse_warnings.extend(warnings)
         return wanted(records)
     if kind == ".json":
-        return wanted(_load_json_text(_read_text(path), path))
+        return wanted(_load_json_text(_read_text(path, json_text=True), path))
     if kind == ".json.gz":
-        return wanted(_load_json_text(_read_text(path, compressed=True), path))
+        return wanted(_load_json_text(_read_text(path, compressed=True, json_text=True), path))
     if kind == ".jsonl":
-        return wanted(_load_jsonl(_read_text(path), path))
+        return wanted(_load_jsonl(_read_text(path, json_text=True), path))
     if kind == ".csv":
         return wanted(_load_csv(_read_text(path), path))
     if kind == ".parquet":
+        _check_parquet_size(path)
         return wanted(parquet_records(path))
     raise ResultsError(f"results source {path}: unknown kind of file; a source is {_SOURCE_KINDS}")
 

@@ -33,6 +33,7 @@ from typing import Any
 from dlbench.errors import ResultsError
 from dlbench.results.jsontext import loads_json
 from dlbench.results.store.columns import dumps
+from dlbench.textsafe import escape_surrogates
 
 #: The extra that brings the Parquet writer.
 EXTRA = "pip install 'dlbench[parquet]'"
@@ -52,8 +53,10 @@ def _column(values: list[Any]) -> tuple[str, list[Any]]:
             type(v) is float or _INT64[0] <= v <= _INT64[1] for v in held):
         return "float64", [None if v is None else float(v) for v in values]
     if types == {str}:
-        return "string", values
-    return "string", [None if v is None else dumps(v) for v in values]
+        # Parquet strings are UTF-8: a lone surrogate is kept as its visible escape.
+        return "string", [None if v is None else escape_surrogates(v) for v in values]
+    # JSON text: the escape of a lone surrogate reads back as it.
+    return "string", [None if v is None else escape_surrogates(dumps(v)) for v in values]
 
 
 def _pyarrow(what: str, doing: str) -> tuple[ModuleType, ModuleType]:
@@ -64,18 +67,19 @@ def _pyarrow(what: str, doing: str) -> tuple[ModuleType, ModuleType]:
 
 
 def _notes(records: Sequence[Mapping[str, Any]], name: str, arrow_type: str,
-           notes: dict[str, Any]) -> None:
-    """Add to ``notes`` what the column ``name`` cannot say of its values."""
+           notes: dict[str, Any], column: str) -> None:
+    """Add to ``notes`` what the column ``column`` (the key ``name``) cannot say of its
+    values."""
     held = {type(record[name]) for record in records if record.get(name) is not None}
     if arrow_type == "string" and held and held != {str}:  # _column wrote JSON text
-        notes.setdefault("json", []).append(name)
+        notes.setdefault("json", []).append(column)
     if arrow_type == "float64":
         ints = [i for i, record in enumerate(records) if type(record.get(name)) is int]
         if ints:
-            notes.setdefault("ints", {})[name] = ints
+            notes.setdefault("ints", {})[column] = ints
     nulls = [i for i, record in enumerate(records) if name in record and record[name] is None]
     if nulls:
-        notes.setdefault("nulls", {})[name] = nulls
+        notes.setdefault("nulls", {})[column] = nulls
 
 
 def parquet_bytes(
@@ -93,8 +97,8 @@ def parquet_bytes(
     notes: dict[str, Any] = {}
     for name in columns:
         arrow_type, values = _column([record.get(name) for record in records])
-        arrays[name] = pa.array(values, type=getattr(pa, arrow_type)())
-        _notes(records, name, arrow_type, notes)
+        arrays[escape_surrogates(name)] = pa.array(values, type=getattr(pa, arrow_type)())
+        _notes(records, name, arrow_type, notes, escape_surrogates(name))
     table = pa.table(arrays) if arrays else pa.table({})
     metadata = {_METADATA_KEY: json.dumps({"version": 1, **notes}, separators=(",", ":"))}
     sink = pa.BufferOutputStream()

@@ -5,7 +5,8 @@ Every key of a query must match, and a record lacking a key does not match it
 records without a key). The value decides how, as in DLBS's ``DictUtils.match``:
 
 - ``""`` matches only the empty string (``{"exp.gpus": ""}``: CPU runs);
-- any other string is a regular expression anchored at the start (``re.match``)
+- any other string is a regular expression anchored at the start (``re.match``),
+  in RE2's syntax and run in linear time (:mod:`dlbench.config.user_regex`),
   tested against string values, so ``"resnet"`` matches ``resnet18`` and
   ``resnet50`` but ``"net"`` matches neither, and ``"0"`` matches ``"0,1"``
   (write ``"0$"`` for one GPU); a number or bool record value matches a string
@@ -29,13 +30,13 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import json
 import operator
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from dlbench.config.spec import TOO_MANY_DIGITS
+from dlbench.config.user_regex import UserRegex, compile_user_regex
 from dlbench.errors import QueryError, ResultsError
 from dlbench.results.jsontext import loads_json
 from dlbench.results.values import is_number as _is_number
@@ -53,12 +54,10 @@ OPERATORS = ("$ne", *_ORDERING, "$exists")
 _MISSING = object()
 
 
-@functools.lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise QueryError(f"query: invalid regular expression {pattern!r}: {exc}") from exc
+def _compile(pattern: str) -> UserRegex:
+    # compile_user_regex keeps the compiled patterns: no cache of our own.
+    return compile_user_regex(pattern, f"query: invalid regular expression {pattern!r}",
+                              error=QueryError)
 
 
 def _is_scalar(value: Any) -> bool:
@@ -123,6 +122,8 @@ def parse_query(text: str, source: str) -> dict[str, Any]:
             f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             'expected an object such as {"exp.model": "resnet50"}'
         ) from exc
+    except ValueError:  # Python's limit on the digits of an integer it converts
+        raise QueryError(f"{source}: {TOO_MANY_DIGITS}") from None
     if not isinstance(query, dict):
         raise QueryError(
             f'{source}: expected a JSON object such as {{"exp.model": "resnet50"}}, '
@@ -149,7 +150,7 @@ def _match_value(value: Any, condition: Any, key: str) -> bool:
         if isinstance(value, str):
             # An empty pattern would match every string; DLBS has "" mean "".
             return value == "" if condition == "" else (
-                _compile(condition).match(value) is not None)
+                _compile(condition).matches(value))
         if _is_number(value) or isinstance(value, bool):
             return json.dumps(value) == condition
         return False

@@ -4,12 +4,28 @@
 file into one; a report, a query or a history check must do neither. Readers of a
 results store or a history open it with :func:`connect_read_only`, which first checks
 that the file is there, is not empty and starts as an SQLite database does (one line
-naming it otherwise), then opens it with SQLite's ``mode=ro``.
+naming it otherwise), then opens it so that the read creates no file and changes no
+byte, with ``trusted_schema`` off, so that a view or trigger planted in the file cannot
+call a function with side effects.
 
-A store in WAL mode is read through its ``-shm`` index, which SQLite creates beside
-the file when it is missing; where it cannot (a read-only file system, a folder the
-reader may not write), the file is opened ``immutable=1`` instead: no locks and no
-index, which is sound because nothing can write there either.
+Which way the file is opened, as measured with SQLite 3.40: ``mode=ro`` on a WAL
+database whose ``-wal`` or ``-shm`` is missing creates both beside it, and leaves them
+after closing, wherever the folder is writable. dlbench's stores are in WAL mode, and a
+writer that closed its store removes both, so a finished run directory would gain two
+files at each read. Hence:
+
+- not in WAL mode (a rollback journal: some network file systems), or both ``-wal``
+  and ``-shm`` there (a writer may be connected: its locks keep the read consistent):
+  ``mode=ro``, which creates nothing then;
+- in WAL mode, with no ``-wal`` or an empty one: every commit is in the file itself and
+  no writer is connected (a connected one keeps both files): ``immutable=1``, which
+  takes no locks and creates nothing. A writer that starts meanwhile writes its
+  ``-wal`` and changes the file itself only when it checkpoints (every thousand pages,
+  or when it closes): a read that long could fail, never write;
+- a ``-wal`` holding commits but no ``-shm`` (a copy that left it out): ``mode=ro``,
+  which must make the ``-shm`` index to read those commits, the one file a read may
+  leave behind, rather than read the database without them; where the folder cannot
+  be written, ``immutable=1`` (nothing can write there either).
 
 Example::
 
@@ -20,6 +36,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import urllib.parse
 from pathlib import Path
 
@@ -27,11 +44,17 @@ from dlbench.errors import ResultsError
 
 #: The first bytes of every SQLite 3 database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
+#: Offset in an SQLite file's header of its write version: 2 when in WAL mode.
+_WRITE_VERSION_OFFSET = 18
+_WAL_VERSION = 2
 
 
 def is_sqlite_file(path: Path) -> bool:
-    """Whether ``path`` is an existing file that starts as an SQLite database does."""
+    """Whether ``path`` is an existing regular file that starts as an SQLite database
+    does. Nothing else is opened: reading a FIFO or a device could block or never end."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return False
         with open(path, "rb") as file:
             return file.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except OSError:
@@ -56,16 +79,40 @@ def check_sqlite_file(path: Path, what: str) -> None:
                            "not SQLite's)")
 
 
+def _in_wal_mode(path: Path) -> bool:
+    with open(path, "rb") as file:
+        header = file.read(_WRITE_VERSION_OFFSET + 1)
+    return (header.startswith(SQLITE_HEADER) and len(header) > _WRITE_VERSION_OFFSET
+            and header[_WRITE_VERSION_OFFSET] == _WAL_VERSION)
+
+
+def _at_rest(path: Path) -> bool:
+    """Whether the WAL-mode database at ``path`` holds every commit in its own file,
+    with no writer connected: no ``-wal``, or an empty one (see the module's notes)."""
+    wal = path.with_name(f"{path.name}-wal")
+    shm = path.with_name(f"{path.name}-shm")
+    if wal.exists() and shm.exists():
+        return False  # a writer may be connected: read under its locks
+    return not wal.exists() or wal.stat().st_size == 0
+
+
 def connect_read_only(path: Path, what: str, timeout: float = 60.0) -> sqlite3.Connection:
-    """A read-only connection to the SQLite file ``path`` (checked first, see
-    :func:`check_sqlite_file`), in autocommit mode (transactions are the caller's).
-    ResultsError when it cannot be opened."""
+    """A connection that reads the SQLite file ``path`` (checked first, see
+    :func:`check_sqlite_file`) and never writes to it or beside it (see the module's
+    notes), in autocommit mode (transactions are the caller's), with ``trusted_schema``
+    off. ResultsError, in one line naming the file, when it cannot be opened."""
     check_sqlite_file(path, what)
+    try:
+        at_rest = _in_wal_mode(path) and _at_rest(path)
+    except OSError as error:
+        raise ResultsError(f"{what} {path}: cannot read it ({error.strerror})") from None
     uri = "file:" + urllib.parse.quote(str(path.resolve()))
-    # immutable=1 only where no one can write: elsewhere it would skip the locks that
-    # keep a read consistent while a runner commits.
-    writable = os.access(path.parent, os.W_OK)
-    attempts = ["mode=ro"] if writable else ["mode=ro", "mode=ro&immutable=1"]
+    if at_rest:
+        attempts = ["mode=ro&immutable=1"]
+    elif os.access(path.parent, os.W_OK):
+        attempts = ["mode=ro"]
+    else:  # no -shm and no way to make one; nothing can write here either
+        attempts = ["mode=ro", "mode=ro&immutable=1"]
     failure: sqlite3.Error | None = None
     for options in attempts:
         try:
@@ -75,6 +122,7 @@ def connect_read_only(path: Path, what: str, timeout: float = 60.0) -> sqlite3.C
             failure = error
             continue
         try:
+            db.execute("PRAGMA trusted_schema = OFF")
             db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError as error:  # no -shm and no way to make one
             db.close()

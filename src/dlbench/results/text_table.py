@@ -24,7 +24,7 @@ from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
 from dlbench.results.values import is_number as _is_number
-from dlbench.textsafe import safe_text
+from dlbench.textsafe import escape_surrogates, safe_text
 
 TABLE_FORMATS = ("text", "markdown", "csv")
 
@@ -264,12 +264,15 @@ def _column_cells(
 def csv_line(values: Iterable[Any]) -> str:
     """One CSV row as text without its line end, as every CSV dlbench writes quotes it
     (the ``csv`` module's default dialect): a record of ``dlbench query``, a cell of
-    a report, a row of an export or a baseline."""
+    a report, a row of an export or a baseline. A field holding a comma, a quote, a
+    carriage return or a newline is quoted, so the row reads back as one; a lone
+    surrogate is written as its ``\\udXXX`` escape (:mod:`dlbench.textsafe`)."""
     out = io.StringIO()
-    # The csv module quotes a field holding a character of the line terminator: with
-    # "\n", a value with a newline is quoted and the row reads back as one.
-    csv.writer(out, lineterminator="\n").writerow(values)
-    return out.getvalue()[:-1]
+    # The csv module quotes a field holding a character of the line terminator (and
+    # Python before 3.13 only those): with "\r\n", a value holding either a carriage
+    # return or a newline is quoted. The rows themselves end with "\n".
+    csv.writer(out, lineterminator="\r\n").writerow(values)
+    return escape_surrogates(out.getvalue()[:-2])
 
 
 def swept(key: str) -> bool:

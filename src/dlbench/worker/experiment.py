@@ -255,17 +255,21 @@ def _timed_results(
     return results
 
 
-def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
-    """Run the experiment described by ``params``, writing everything to ``log``.
+def run_experiment(params: Mapping[str, Any], log: LogWriter, start: str = "fresh") -> bool:
+    """Run the experiment described by ``params``, writing everything to ``log``;
+    ``start`` (``sys.worker_start``) says how this process began: ``fresh`` (``python -m
+    dlbench.worker``) or ``forked`` (by the fork server, which says so when it calls
+    :func:`main`).
 
     Returns True when it ended ok. Errors are written to the log as the
     experiment's status, not raised: one failed experiment never stops a sweep.
     """
     log.write_many(params)
     host = host_info()
-    # Set by the fork server in the child it forks (launch/forkserver/server.py): a forked
-    # worker shares the server's pages, so its resident memory reads lower.
-    host["sys.worker_start"] = os.environ.get("DLBENCH_WORKER_START", "fresh")
+    # Told by the fork server's call, never read from the environment (where a user's
+    # value would lie): a forked worker shares the server's pages, so its resident
+    # memory reads lower.
+    host["sys.worker_start"] = start
     log.write_many(host)
     log.write("results.start_time", _now())
     monitor = None
@@ -334,8 +338,9 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter) -> bool:
 
 def log_path(params: Mapping[str, Any], env: Mapping[str, str]) -> str:
     """Where this process writes its log. One process, or the first replica on a
-    node: ``exp.log_file`` (or what the launcher put in ``DLBENCH_LOG_FILE``, for a
-    node that shares the run directory with the first). Every other replica of a
+    node: ``exp.log_file`` (or what the Slurm node put in ``DLBENCH_LOG_FILE``, for a
+    node that shares the run directory with the first; no launcher passes on a value
+    from the user's environment). Every other replica of a
     data-parallel run (torchrun sets ``LOCAL_RANK`` and ``RANK``): its own file,
     ``<exp.log_file>.rank<RANK>``, so that its figures and failures are kept."""
     if int(env.get("LOCAL_RANK", "0")) == 0:
@@ -353,13 +358,14 @@ def _pin_replica(params: Mapping[str, Any], env: Mapping[str, str]) -> None:
         os.sched_setaffinity(0, split_cores(cores, local_world)[int(env.get("LOCAL_RANK", "0"))])
 
 
-def main(argv: list[str]) -> int:
-    """Worker entry point: ``argv`` is ``[EXP.json]``. Exit status 0 when ok, 1 when not."""
+def main(argv: list[str], start: str = "fresh") -> int:
+    """Worker entry point: ``argv`` is ``[EXP.json]``; ``start`` is ``forked`` when the
+    fork server calls it in the child it forked. Exit status 0 when ok, 1 when not."""
     if len(argv) != 1:
         print("usage: python -m dlbench.worker EXP.json", file=sys.stderr)
         return 2
     params = json.loads(Path(argv[0]).read_text())
     _pin_replica(params, os.environ)
     with LogWriter(log_path(params, os.environ)) as log:
-        ok = run_experiment(params, log)
+        ok = run_experiment(params, log, start)
     return 0 if ok else 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dlbench.cli.usage import better_flag, read_warnings, warn
-from dlbench.errors import ResultsError
+from dlbench.errors import CompareError, ResultsError
 from dlbench.report.compare.compare import compare_records, parse_threshold
 from dlbench.report.compare.formatting import format_comparison
 from dlbench.results.io import load_records
@@ -15,6 +15,10 @@ from dlbench.results.log.parser import ParseWarning
 
 def compare(args: argparse.Namespace) -> int:
     """Print the comparison; 1 with --fail-on-regression when something got slower."""
+    if args.threshold.lstrip().startswith("-"):
+        # A change counts by its size, faster or slower alike: a sign means nothing.
+        raise CompareError(f"--threshold {args.threshold}: expected a positive percentage, "
+                           "e.g. 5%")
     threshold = parse_threshold(args.threshold)
     # Which way the metric improves is settled before anything is read.
     better = declared_higher_is_better(args.metric, better_flag(args))

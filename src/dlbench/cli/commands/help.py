@@ -19,6 +19,7 @@ from dlbench.config.catalog import FRAMEWORKS, MODELS, FrameworkInfo
 from dlbench.config.external import shipped_rows
 from dlbench.config.model_sizes import MODEL_SIZES
 from dlbench.config.registry import REGISTRY, Param
+from dlbench.config.user_regex import compile_user_regex
 from dlbench.errors import ConfigError
 from dlbench.results.keys.lookup import RESULT_KEYS, describe_keys
 from dlbench.results.text_table import format_table
@@ -41,11 +42,20 @@ def _param_lines(params: list[Param]) -> list[str]:
 
 
 def _regex(text: str, flag: str) -> str:
-    try:
-        re.compile(text)
-    except re.error as error:
-        raise ConfigError(f"{flag} {text!r} is not a regular expression: {error}") from None
+    """``text``, checked to be a pattern dlbench can run (RE2's syntax)."""
+    compile_user_regex(text, f"{flag} {text!r} is not a regular expression", ignore_case=True)
     return text
+
+
+def _result_keys(pattern: str) -> list[str]:
+    """``describe_keys`` of the result keys whose name ``pattern`` finds (searched,
+    not anchored, case-sensitive), run by RE2: the keys found are handed on as a
+    pattern of their escaped names, which cannot backtrack."""
+    regex = compile_user_regex(pattern, f"--results {pattern!r} is not a regular expression")
+    names = [key.name for key in RESULT_KEYS if regex.finds(key.name)]
+    if not names:
+        return []
+    return describe_keys("^(?:" + "|".join(map(re.escape, names)) + ")$")
 
 
 #: Seconds a framework may take to import and list its devices (TensorFlow alone
@@ -213,7 +223,7 @@ def show_help(args: argparse.Namespace) -> int:
 
         lines += flag_lines(build_parser())
     if args.results is not None:
-        keys = describe_keys(_regex(args.results, "--results") if args.results else None)
+        keys = _result_keys(args.results) if args.results else describe_keys(None)
         lines += keys or ["no result key matches"]
     if not lines:
         lines = [

@@ -8,11 +8,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import psutil
+
 from dlbench.errors import ConfigError, DlbenchError, MeasurementRefused
 from dlbench.measure.nvml import load_nvml
 from dlbench.measure.peak.peaks import (
     PEAK_DTYPES,
     load_peaks,
+    memory_problem,
     peak_problems,
     peaks_path,
     save_peak,
@@ -87,6 +90,20 @@ def _dtypes(names: list[str] | None, device: str) -> list[str]:
     return names
 
 
+def _check_memory(size: int, dtypes: list[str], device: str) -> None:
+    """Refuse a ``--size`` whose matmul buffers do not fit in ``device``'s free memory:
+    the host's available memory for the CPU, the GPU's free memory for a GPU."""
+    if device == "cpu":
+        available, where = int(psutil.virtual_memory().available), "the host"
+    else:
+        import torch  # only for a GPU: the command line starts without it
+
+        available, where = int(torch.cuda.mem_get_info(torch.device(device))[0]), device
+    problem = memory_problem(size, dtypes, available, where)
+    if problem:
+        raise ConfigError(f"--size {size}: {problem}")
+
+
 def _peak_lines(entry: Mapping[str, Any]) -> list[str]:
     sheet = entry.get("datasheet") or {}
     lines = [f"{entry['device']} ({entry['device_type']}), measured {entry['measured']}"]
@@ -126,6 +143,12 @@ def peak(args: argparse.Namespace) -> int:
         if problem and (args.size < 1 or not (args.force or args.no_save)):
             raise ConfigError(f"--size {args.size}: {problem}"
                               f"{'' if args.size < 1 else '; --force saves it anyway'}")
+    if args.size is not None:
+        for device in devices:
+            # Before any is measured: buffers that cannot fit would fail in the
+            # allocator (or, on the CPU, swap the machine to a halt).
+            _check_memory(args.size, _dtypes(names, "cpu" if device == "cpu" else "cuda"),
+                          device)
     entries = [measure_device(device, _dtypes(names, "cpu" if device == "cpu" else "cuda"),
                               args.seconds, size=args.size) for device in devices]
     if not args.no_save:

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dlbench.cli.usage import read_warnings, warn
+from dlbench.config.spec import parse_flag_value
 from dlbench.errors import QueryError, ResultsError
 from dlbench.report.charts.charts import (
     CHART_FORMATS,
@@ -48,16 +47,20 @@ def _queries(text: str | None) -> list[dict[str, Any]] | None:
     return [parse_query(json.dumps(q), f"--series query {i + 1}") for i, q in enumerate(queries)]
 
 
+def _shown(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a one-line message, cut to ``limit`` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 def _baseline(text: str | None) -> Any:
     if text is None:
         return None
-    try:
-        # YAML, as for -P values: "1" is the int 1, "1.5" a float, "0,1" a string.
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        value = None
+    # YAML, as for -P values and with their bounds: "1" is the int 1, "1.5" a float,
+    # "0,1" a string; an integer past Python's digit limit is refused in one line.
+    value = parse_flag_value("--baseline-x", text)
     if value is None or isinstance(value, (list, dict)):
-        raise ChartError(f"--baseline-x {text!r}: expected one value such as 1 or resnet50")
+        raise ChartError(
+            f"--baseline-x {_shown(text)}: expected one value such as 1 or resnet50")
     return value
 
 

@@ -20,6 +20,7 @@ from dlbench.launch.launchers import Launcher, ProcessLauncher, launcher, launch
 from dlbench.launch.order import INTERLEAVED, SEQUENTIAL
 from dlbench.launch.signals import SIGUSR1_EXIT_STATUS
 from dlbench.launch.sweep import Sweep
+from dlbench.results.outputs import resolved_path
 from dlbench.results.text_table import format_table, is_simulated
 from dlbench.suites import suite_path
 from dlbench.textsafe import safe_text
@@ -54,7 +55,7 @@ def planned_experiments(
     if args.out is not None and not args.out.strip():
         raise PathError("--out: empty path; give the run directory, e.g. --out runs/sweep")
     if args.out is not None:
-        overrides["exp.out_dir"] = (str(Path(args.out).resolve()), "--out flag")
+        overrides["exp.out_dir"] = (str(resolved_path(args.out, "--out")), "--out flag")
     configs = [*(suite_path(name) for name in args.suite), *args.config]
     spec = load_spec(configs, args.params, args.variables, args.extensions, overrides)
     for warning in spec.warnings:
@@ -71,7 +72,7 @@ def planned_experiments(
         # the command was started, whatever the worker's working directory.
         for exp in experiments:
             for key in ("exp.out_dir", "exp.log_file"):
-                exp[key] = str(Path(exp[key]).resolve())
+                exp[key] = str(resolved_path(exp[key], key))
     return experiments
 
 
@@ -179,7 +180,8 @@ def _as_given(out_dir: str, out_flag: str | None) -> str:
     """``out_dir`` as the user typed it: a relative ``--out`` is shown relative (the
     paths printed then work from where the command was started, as the user wrote
     them); anything else absolute."""
-    if out_flag and not Path(out_flag).is_absolute() and str(Path(out_flag).resolve()) == out_dir:
+    if (out_flag and not Path(out_flag).is_absolute()
+            and str(resolved_path(out_flag, "--out")) == out_dir):
         return os.path.normpath(out_flag)
     return out_dir
 
@@ -198,6 +200,10 @@ def run(args: argparse.Namespace) -> int:
                          f"{args.launcher})")
     sweep = Sweep(chosen, order, _report)
     experiments = planned_experiments(args, chosen)
+    # The launcher's refusals first (a run directory a Slurm job script cannot name),
+    # so that a refused sweep creates no folder; the sweep checks again, for callers
+    # of the library.
+    chosen.check(experiments)
     check_run_paths(experiments, args.out is not None)
     try:
         result = sweep.run(experiments)

@@ -25,7 +25,7 @@ LIBRARIES: dict[str, str] = {
 
 #: What a model name of timm or torchvision looks like (``convnext_tiny``,
 #: ``vit_base_patch16_224.augreg_in21k``, ``resnet50``).
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
 
 
 def library_model(model_id: str, shown: Shown) -> ModelInfo:

@@ -5,7 +5,8 @@ It imports the worker's modules once (``MODULE...``: ``dlbench.worker.experiment
 and the experiment's backend, named as strings like ``launch/command.py`` names the
 worker, so that nothing here is imported by the parent; plus whatever the backend
 lists in its ``FORK_PRELOAD``), then, for each request on the socket ``FD``, forks a
-child that becomes the worker exactly as ``python -m dlbench.worker EXP.json`` would:
+child that becomes the worker as ``python -m dlbench.worker EXP.json`` would (it calls
+the worker's entry function, :data:`WORKER_ENTRY`, telling it that it was forked):
 a session of its own, SIGKILL when the server dies (which dies with the runner),
 stdin from ``/dev/null``, stdout and stderr appended to the experiment's log, the
 experiment's environment and working directory applied before the worker reads
@@ -42,7 +43,6 @@ import io
 import json
 import os
 import random
-import runpy
 import socket
 import sys
 import threading
@@ -56,6 +56,12 @@ from dlbench.launch.local.process import die_with_parent
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall((json.dumps(message) + "\n").encode())
 
+
+#: The module whose ``main(argv, start=...)`` a forked child calls: the worker's, named as
+#: a string (as ``launch/command.py`` names it) so that the parent imports nothing of it.
+#: The call, not the environment, tells the worker it was forked (``sys.worker_start``):
+#: an environment variable could come from the user's environment.
+WORKER_ENTRY = "dlbench.worker.experiment"
 
 #: The CUDA driver's library, as it appears among a process's mappings once loaded.
 CUDA_DRIVER = "libcuda.so"
@@ -135,7 +141,6 @@ def _child(request: dict[str, Any], sock: socket.socket, ready_w: int) -> None:
         die_with_parent(int(request["server"]))
         os.environ.clear()
         os.environ.update(request["env"])
-        os.environ["DLBENCH_WORKER_START"] = "forked"  # recorded as sys.worker_start
         os.chdir(request["cwd"])
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -156,10 +161,10 @@ def _child(request: dict[str, Any], sock: socket.socket, ready_w: int) -> None:
         numpy = sys.modules.get("numpy")
         if numpy is not None:
             numpy.random.seed()
-        sys.argv = ["-m", *request["argv"]]  # runpy puts the module path first
+        worker = importlib.import_module(WORKER_ENTRY)
+        sys.argv = [str(worker.__file__), *request["argv"]]  # as ``python -m`` sets it
         try:
-            runpy.run_module("dlbench.worker", run_name="__main__", alter_sys=True)
-            code = 0
+            code = int(worker.main(list(request["argv"]), start="forked"))
         except SystemExit as done:
             code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
         atexit._run_exitfuncs()  # what a normal interpreter exit would run

@@ -44,6 +44,8 @@ from dlbench.launch.slurm.node import (
 )
 from dlbench.launch.slurm.options import (
     SlurmOptions,
+    check_interpreter,
+    check_job_folder,
     check_slurm,
     default_time_minutes,
     executor_parameters,
@@ -62,6 +64,7 @@ from dlbench.launch.slurm.queue import (
 )
 from dlbench.results.log.file import LogWriter
 from dlbench.results.log.parser import parse_log
+from dlbench.textsafe import safe_text
 
 #: Seconds a result file may lag behind Slurm's word that a job ended (a shared file
 #: system's attribute cache), before the job counts as lost.
@@ -110,7 +113,12 @@ class SlurmLauncher(Launcher):
     batch_size = 1 << 62
 
     def check(self, experiments: Sequence[Mapping[str, Any]]) -> None:
-        """One copy per job, and a Slurm controller that answers, with the partitions."""
+        """One copy per job, run directories and an interpreter that the job script can
+        name, then (only then: these need no cluster) a Slurm controller that answers,
+        with the partitions."""
+        check_interpreter(self.python)
+        for out_dir in sorted({str(e["exp.out_dir"]) for e in experiments}):
+            check_job_folder(out_dir)
         for experiment in experiments:
             if copy_count(experiment) > 1:
                 raise ConfigError(f"exp.parallel_jobs={experiment['exp.parallel_jobs']}: "
@@ -144,6 +152,7 @@ class SlurmLauncher(Launcher):
             for path in log_files(experiment):  # a rerun starts fresh logs
                 path.unlink(missing_ok=True)
         for (out_dir, _), members in groups.items():
+            check_job_folder(out_dir)  # as check() did: this text goes into the job script
             nodes = int(members[0][1]["exp.num_nodes"])
             minutes = self.options.time_minutes or default_time_minutes([e for _, e in members])
             executor = self.submitit.SlurmExecutor(folder=Path(out_dir) / "slurm")
@@ -161,8 +170,8 @@ class SlurmLauncher(Launcher):
             first = str(submitted[0].job_id)
             what = (f"job array {first.split('_')[0]}" if len(submitted) > 1
                     else f"{nodes}-node job {first}" if nodes > 1 else f"job {first}")
-            self.report(f"submitted {len(members)} experiment(s) as Slurm {what} "
-                        f"(files: {Path(out_dir) / 'slurm'})")
+            self.report(f"submitted {len(members)} experiment(s) as Slurm {safe_text(what)} "
+                        f"(files: {safe_text(str(Path(out_dir) / 'slurm'))})")
 
     def _wait(self, jobs: dict[int, SlurmJob], finish: Finish) -> None:
         """Poll until every job has ended; record each as it does."""
@@ -197,8 +206,9 @@ class SlurmLauncher(Launcher):
         said = (entry.job_id.split("_")[0], reason)
         if said not in self._pending_told:
             self._pending_told.add(said)
-            self.report(f"Slurm job {said[0]} is pending: {reason} (see `scontrol show job "
-                        f"{said[0]}`; Ctrl-C cancels it)")
+            job = safe_text(said[0])
+            self.report(f"Slurm job {job} is pending: {safe_text(reason)} (see `scontrol show "
+                        f"job {job}`; Ctrl-C cancels it)")
 
     def _settle(self, entry: SlurmJob, state: str, now: float) -> dict[str, Any] | None:
         """The record of a job that Slurm says ended, or stopped, else None (not yet)."""
@@ -293,7 +303,7 @@ class SlurmLauncher(Launcher):
         those that had started as interrupted (the others are simply not run)."""
         ids = self._cancel(list(jobs.values()))
         if ids:
-            self.report(f"interrupted: cancelled Slurm job(s) {', '.join(ids)}")
+            self.report(f"interrupted: cancelled Slurm job(s) {safe_text(', '.join(ids))}")
         deadline = time.monotonic() + STATE_WAIT_S
         try:
             while jobs and time.monotonic() < deadline:

@@ -7,10 +7,12 @@ import math
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.config.command_words import control_character
 from dlbench.config.run_params import repeat_count
 from dlbench.errors import ConfigError
 from dlbench.launch.deadline import timeout_bound
@@ -25,12 +27,64 @@ START_MARGIN_S = 300
 _OWN_OPTIONS = frozenset({"array", "output", "error", "open-mode", "job-name", "signal", "wrap",
                           "partition", "gres", "time", "account", "nodes", "ntasks",
                           "ntasks-per-node", "parsable"})
-_NAME_RE = re.compile(r"^[\w.-]+$")
-_GRES_RE = re.compile(r"^[A-Za-z][\w.-]*(?::[\w.-]+)*$")
-_OPTION_RE = re.compile(r"^(?P<name>[a-z][a-z0-9-]*)(?:=(?P<value>.+))?$")
-_TIME_RE = re.compile(r"^(?:(?P<days>\d+)-)?(?P<hours>\d+):(?P<minutes>\d\d):(?P<seconds>\d\d)$")
+# Matched whole (fullmatch): `$` would also match before a trailing newline.
+_NAME_RE = re.compile(r"[\w.-]+", re.ASCII)
+_GRES_RE = re.compile(r"[A-Za-z][\w.-]*(?::[\w.-]+)*", re.ASCII)
+_OPTION_RE = re.compile(r"(?P<name>[a-z][a-z0-9-]*)(?:=(?P<value>.+))?", re.DOTALL)
+_MINUTES_RE = re.compile(r"[0-9]+")
+_TIME_RE = re.compile(r"(?:(?P<days>[0-9]+)-)?(?P<hours>[0-9]+):(?P<minutes>[0-9][0-9]):"
+                      r"(?P<seconds>[0-9][0-9])")
+
+# What may go into the batch script that submitit writes (``_make_sbatch_string``): each
+# value of a ``#SBATCH --NAME=VALUE`` line and the run directory's ``slurm`` folder (in the
+# --output and --error lines, in srun's command line and in submitit's own) is one word,
+# quoted for bash by submitit. sbatch reads the ``#SBATCH`` lines itself: one line each,
+# a backslash escapes the next character even inside quotes (where bash keeps it), and a
+# line that holds "hetjob" or "packjob" anywhere starts another component of a
+# heterogeneous job. So no value may hold a line break or another control character, a
+# backslash, or those words.
+
+#: Words that make sbatch split a script into the components of a heterogeneous job.
+_COMPONENT_WORDS = ("hetjob", "packjob")
 
 
+def script_word_problem(text: str) -> str:
+    """Why ``text`` cannot be one word of a ``#SBATCH`` line, or empty when it can."""
+    char = control_character(text)
+    if char:
+        return f"it holds a control character ({char})"
+    if "\\" in text:
+        return "it holds a backslash, which sbatch reads as an escape"
+    lowered = text.lower()
+    for word in _COMPONENT_WORDS:
+        if word in lowered:
+            return f"it holds {word!r}, which sbatch reads as the start of another job component"
+    return ""
+
+
+def check_job_folder(out_dir: str) -> None:
+    """Refuse a run directory whose ``slurm`` folder cannot be named in a batch script:
+    besides :func:`script_word_problem`, a ``%``, which sbatch and srun read as a
+    filename pattern (``%j``, ``%u``, ``%x``) in --output and --error and submitit
+    replaces in its own paths (so ``%%`` would name a different folder there)."""
+    problem = script_word_problem(out_dir)
+    if not problem and "%" in out_dir:
+        problem = "it holds a '%', which sbatch and srun read as a filename pattern (%j, %u)"
+    if problem:
+        raise ConfigError(f"exp.out_dir {out_dir!r} (--out): --launcher slurm names the run "
+                          f"directory in the job script, and {problem}; give a run "
+                          "directory without it")
+
+
+def check_interpreter(python: str | None = None) -> None:
+    """Refuse a Python interpreter whose path cannot go into a batch script's command
+    line (submitit starts the job's Python by the path this one runs from)."""
+    path = python or sys.executable
+    char = control_character(path)
+    if char:
+        raise ConfigError(f"--launcher slurm: the Python interpreter's path {path!r} holds a "
+                          f"control character ({char}) and cannot go into the job script; "
+                          "run dlbench from an interpreter whose path has none")
 
 
 @dataclass(frozen=True)
@@ -52,9 +106,13 @@ def parse_time_limit(text: str) -> int:
     >>> parse_time_limit("90"), parse_time_limit("1:30:00"), parse_time_limit("1-00:00:30")
     (90, 90, 1441)
     """
+    char = control_character(text)
+    if char:
+        raise ConfigError(f"--slurm-time {text!r}: holds a control character ({char}); "
+                          "expected MINUTES, HH:MM:SS or D-HH:MM:SS, e.g. 90 or 1:30:00")
     text = text.strip()
-    match = _TIME_RE.match(text)
-    if text.isdigit():
+    match = _TIME_RE.fullmatch(text)
+    if _MINUTES_RE.fullmatch(text):
         minutes = int(text)
     elif match and int(match["minutes"]) < 60 and int(match["seconds"]) < 60:
         hours = int(match["days"] or 0) * 24 + int(match["hours"])
@@ -78,30 +136,43 @@ def slurm_options(
 ) -> SlurmOptions:
     """Check the ``--slurm-*`` flags' values (as typed) into :class:`SlurmOptions`;
     a bad one raises :class:`~dlbench.errors.ConfigError` naming the flag."""
-    if partition is not None and not all(_NAME_RE.match(p) for p in partition.split(",")):
+    if partition is not None and (script_word_problem(partition) or not all(
+            _NAME_RE.fullmatch(p) for p in partition.split(","))):
         raise ConfigError(f"--slurm-partition {partition!r}: expected a partition name or a "
                           "comma-separated list of them (see `sinfo --summarize`)")
-    if account is not None and not _NAME_RE.match(account):
+    if account is not None and (script_word_problem(account)
+                                or not _NAME_RE.fullmatch(account)):
         raise ConfigError(f"--slurm-account {account!r}: expected an account name "
                           "(see `sacctmgr show associations user=$USER`)")
-    if gres is not None and not all(_GRES_RE.match(g) for g in gres.split(",")):
+    if gres is not None and (script_word_problem(gres)
+                             or not all(_GRES_RE.fullmatch(g) for g in gres.split(","))):
         raise ConfigError(f"--slurm-gres {gres!r}: expected NAME[:TYPE][:COUNT], several "
                           "separated by commas, e.g. gpu:1 or gpu:a100:2")
     parallelism = None
     if array_parallelism is not None:
-        if not array_parallelism.strip().isdigit() or int(array_parallelism) < 1:
+        text = array_parallelism.strip()
+        if (control_character(array_parallelism) or not _MINUTES_RE.fullmatch(text)
+                or int(text) < 1):
             raise ConfigError(f"--slurm-array-parallelism {array_parallelism!r}: expected a "
                               "whole number of array tasks that may run at once, 1 or more")
-        parallelism = int(array_parallelism)
+        parallelism = int(text)
     sbatch: dict[str, str | bool] = {}
     for option in sbatch_options:
-        match = _OPTION_RE.match(option)
+        match = _OPTION_RE.fullmatch(option)
         if match is None:
             raise ConfigError(f"--slurm-option {option!r}: expected an sbatch long option "
                               "without its dashes, NAME or NAME=VALUE, e.g. cpus-per-task=8")
-        if match["name"] in _OWN_OPTIONS:
-            raise ConfigError(f"--slurm-option {option!r}: dlbench sets --{match['name']} "
-                              "itself or has a --slurm-* flag for it")
+        problem = script_word_problem(option)
+        if problem:
+            raise ConfigError(f"--slurm-option {option!r}: {problem}; expected NAME=VALUE "
+                              "whose VALUE is one line of text without backslashes")
+        # sbatch takes any unambiguous prefix of a long option (--outp is --output).
+        own = sorted(o for o in _OWN_OPTIONS if o.startswith(match["name"]))
+        if own:
+            read = "" if own[0] == match["name"] else (
+                f" (sbatch takes --{match['name']} as the start of --{own[0]})")
+            raise ConfigError(f"--slurm-option {option!r}: dlbench sets --{own[0]} itself or "
+                              f"has a --slurm-* flag for it{read}")
         sbatch[match["name"]] = match["value"] if match["value"] is not None else True
     minutes = None if time_limit is None else parse_time_limit(time_limit)
     return SlurmOptions(partition, gres, minutes, parallelism, account, sbatch)

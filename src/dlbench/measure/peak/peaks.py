@@ -29,9 +29,10 @@ This module imports no framework. Example::
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,36 @@ def size_problem(size: int, kind: str) -> str | None:
                 f"mostly the call's (at least {least} on {kind}; default "
                 f"{DEFAULT_SIZE.get(kind, DEFAULT_SIZE['cpu'])})")
     return None
+
+
+#: Bytes per element of each matmul dtype (tf32 is float32 storage).
+DTYPE_BYTES = {"float32": 4, "tf32": 4, "float16": 2, "bfloat16": 2}
+
+
+def matmul_bytes(size: int, dtypes: Sequence[str]) -> int:
+    """The most memory a ``size``-sided matmul of any of ``dtypes`` holds at once: its
+    two operands and its result (one dtype is measured at a time)."""
+    return 3 * size * size * max(DTYPE_BYTES[dtype] for dtype in dtypes)
+
+
+def memory_problem(size: int, dtypes: Sequence[str], available: int, where: str) -> str | None:
+    """Why a ``size``-sided matmul cannot run in the ``available`` bytes of ``where``
+    (``"the host"``, ``"cuda:0"``), or None; the message gives the largest
+    size that fits."""
+    needed = matmul_bytes(size, dtypes)
+    if needed <= available:
+        return None
+    largest = math.isqrt(available // matmul_bytes(1, dtypes))
+    return (f"a {size}x{size} matmul needs {_bytes_text(needed)} for its operands and "
+            f"result, more than the {_bytes_text(available)} free on {where}; accepted: "
+            f"a size of at most {largest}")
+
+
+def _bytes_text(count: int) -> str:
+    for unit, scale in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}"
+    return f"{count:,} bytes"
 
 
 def _tflops(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable
 
 import dlbench
+from dlbench.textsafe import escape_surrogates
 
 #: The one stylesheet of every page: the report (tables, notes, failures, details,
 #: charts) and the history (its filter box, alert and time-series charts).
@@ -93,8 +94,9 @@ def page_shell(title: str, body: str, script: str) -> str:
     """A whole self-contained page: the document, its head (charset, viewport, the
     generator with dlbench's version, the escaped ``title``, no favicon request), the
     one :data:`STYLESHEET` and, after ``body`` (HTML, inserted as it is), the page's
-    ``script``."""
-    return f"""<!DOCTYPE html>
+    ``script``. A lone surrogate anywhere in the page is written as its visible
+    ``\\udXXX`` escape (:mod:`dlbench.textsafe`), so the page always encodes as UTF-8."""
+    return escape_surrogates(f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -109,4 +111,4 @@ def page_shell(title: str, body: str, script: str) -> str:
 <script>{script}</script>
 </body>
 </html>
-"""
+""")

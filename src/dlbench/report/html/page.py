@@ -288,9 +288,11 @@ def render_html(report: Report, records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def write_html_report(report: Report, records: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Write :func:`render_html` to ``path``, atomically: a temporary file in the same
-    directory renamed into place, so a reader never sees half a page."""
-    write_atomically(path, render_html(report, records).encode("utf-8"))
+    """Write :func:`render_html` to ``path`` through
+    :func:`~dlbench.results.export.open_output`: a file is written beside it and renamed
+    into place, so a reader never sees half a page; a device or a FIFO is written in
+    place."""
+    write_atomically(path, render_html(report, records))
 
 
 def profiles_section_html(records: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> str:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlbench.config.spec import MAX_SPEC_BYTES
 from dlbench.errors import QueryError, ResultsError
 from dlbench.report.aggregate import (
     as_number,
@@ -275,9 +276,16 @@ def _unknown_extension(path: str | Path) -> ResultsError:
 def load_baseline(path: str | Path) -> Baseline:
     """Read and check a baseline file."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as stream:
+            # One read past the limit tells a file that is too long (or never ends,
+            # /dev/zero) without holding more of it; a baseline is a spec's size.
+            data = stream.read(MAX_SPEC_BYTES + 1)
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsError(f"cannot read baseline {path}: {exc}") from exc
+    if len(data) > MAX_SPEC_BYTES:
+        raise ResultsError(f"baseline {path} is larger than {MAX_SPEC_BYTES:,} bytes; accepted: "
+                           f"baseline files of at most {MAX_SPEC_BYTES // 2**20} MiB")
     return parse_baseline(text, str(path))
 
 

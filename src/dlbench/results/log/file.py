@@ -47,9 +47,19 @@ CUT_MARK = " <cut short: its writer stopped mid-line>"
 
 
 #: Environment variable naming the log the worker with local rank 0 writes, when it
-#: is not ``exp.log_file``: set by a launcher for a node that shares the run
-#: directory with the first node of a multi-node run.
+#: is not ``exp.log_file``: set by the Slurm node for its workers on a node that
+#: shares the run directory with the first node of a multi-node run.
 LOG_FILE_ENV = "DLBENCH_LOG_FILE"
+
+#: dlbench's internal environment variables: set by dlbench for its own children only,
+#: never passed on from the environment dlbench was started in (a stray value would
+#: send a worker's log elsewhere, or make its record say what did not happen). Declared
+#: here, below both the launchers and the worker. ``DLBENCH_WORKER_START`` is no longer
+#: set (a forked worker is told so in-process) but stays reserved, so that a value of
+#: the user's never reaches a worker. The variables a user may set are the others:
+#: ``DLBENCH_HOME``, ``DLBENCH_WORKER_ENV``, ``DLBENCH_STRICT_KEYS``,
+#: ``DLBENCH_PROGRESS_SECONDS``.
+INTERNAL_ENV = (LOG_FILE_ENV, "DLBENCH_WORKER_START")
 
 
 def _check_name(name: str) -> None:

@@ -26,8 +26,10 @@ of the scalars does not read the series' pages; ``keys`` gains ``single`` and
 ``first`` (:mod:`dlbench.results.store.write`). 5. As 4, with an index on the
 columns of the keys queries name most (``exp.model``) and ``meta.writes``, the count
 of write transactions (which tells two connections reading at once that they read one
-state). Stores of formats 1 to 4 are converted when they are opened, in one transaction
-(:mod:`dlbench.results.store.legacy`). Example:: with Store.in_directory("runs/sweep1")
+state). Stores of formats 1 to 4 are converted when a writer opens them, in one
+transaction (:mod:`dlbench.results.store.legacy`); a reader (``create=False``) never
+writes: it opens the file read-only and reads an older format from a converted copy in
+memory (:mod:`dlbench.results.store.readonly`). Example:: with Store.in_directory("runs/sweep1")
 as store: store.put({"exp.id": "a1b2", "exp.status": "ok", "results.time": 41.7}) fast =
 store.records(where={"results.time": {"$lt": 50}}, series=False)
 """
@@ -43,11 +45,11 @@ from types import TracebackType
 from typing import Any
 
 from dlbench.errors import ResultsError
-from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import legacy
 from dlbench.results.store.read import Reader, Survey
+from dlbench.results.store.readonly import copy_in_memory, open_for_reading
 from dlbench.results.store.where import register
-from dlbench.results.store.write import SCHEMA, Writer, count_write
+from dlbench.results.store.write import SCHEMA, Writer, count_write, make_view
 
 __all__ = ["FORMAT_VERSION", "STORE_FILENAME", "Store", "Survey"]
 
@@ -99,16 +101,20 @@ def _create_whole(path: Path) -> None:
 class Store:
     """An open results store (an SQLite file). Usable as a context manager.
 
-    ``create=False`` refuses a path that does not exist instead of creating a store
-    there, for readers that must not leave files behind.
+    ``create=False`` opens it for reading only: a path that does not exist is refused
+    instead of made a store, nothing is written to the file or beside it, and a store
+    of an older format is read from a converted copy in memory, its file left as it is.
     """
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
         #: Opened for reading only (``create=False``): nothing is ever written.
         self.read_only = not create
+        #: The records are read from the file (not from a copy in memory), so other
+        #: connections may read parts of it at once.
+        self.in_file = True
         if self.read_only:
-            self._db = connect_read_only(self.path, "results store", _BUSY_TIMEOUT_S)
+            self._db = open_for_reading(self.path, _BUSY_TIMEOUT_S)
         else:
             if self.path.is_dir():
                 raise ResultsError(
@@ -140,7 +146,7 @@ class Store:
             self._db.close()
             raise
         register(self._db)
-        self._reader = Reader(self._db, self.path)
+        self._reader = Reader(self._db, self.path, in_file=self.in_file)
 
     @classmethod
     def in_directory(cls, run_dir: str | Path, *, create: bool = True) -> Store:
@@ -182,13 +188,16 @@ class Store:
             )
         if version < FORMAT_VERSION:
             if self.read_only:
-                # Converting is the one write a reader makes: the old format cannot be
-                # read as it is. The file is reopened for it.
-                self._db.close()
-                self._db = sqlite3.connect(
-                    str(self.path), timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+                # A reader never converts the file (an older dlbench could no longer
+                # read it, and a trigger planted in it would fire): it converts a copy
+                # in memory, without the file's triggers and views, and reads that.
+                file, self._db = self._db, copy_in_memory(self._db)
+                file.close()
                 self._writer = Writer(self._db)
+                self.in_file = False
             self._migrate()
+            if not self.in_file:
+                make_view(self._db)  # the copy's views were dropped: dlbench's made again
 
     def _create_schema(self) -> None:
         # WAL is a property of the file, set once here. On file systems without
@@ -272,6 +281,8 @@ class Store:
     def put_many(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Insert or replace several experiments in one transaction (all or none), as
         :meth:`put` would one by one; much faster than that for many records."""
+        if self.read_only:
+            raise ResultsError(f"results store {self.path} is open for reading only")
         latest: dict[str, Mapping[str, Any]] = {}
         for record in records:
             exp_id = record.get("exp.id")
@@ -348,6 +359,12 @@ class Store:
 
     def __len__(self) -> int:
         return self.count()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The store's own connection, for a reader of its tables that reads what this
+        store reads (:class:`~dlbench.results.store.arrays.StoreArrays`); closed with it."""
+        return self._db
 
     def close(self) -> None:
         """Close the connection; the file stays consistent whether or not this is called."""

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from dlbench.errors import ResultsError
-from dlbench.results.sqlite_files import connect_read_only
 from dlbench.results.store import Store
 from dlbench.results.store.bulk import (
     CODED_TYPES,
@@ -128,13 +127,16 @@ class StoreArrays:
 
     def __init__(self, path: str | Path, where: Mapping[str, Any] | None = None) -> None:
         self.path = Path(path)
-        # Opening it as a Store checks that it is one and converts an old format.
-        with Store(self.path, create=False):
-            pass
-        self._db = connect_read_only(self.path, "results store")
+        # Opened as a Store, read-only: that checks it is one, and an older format is
+        # read from a converted copy in memory (the file is never converted by a read).
+        store = Store(self.path, create=False)
+        self._db = store.connection
         #: Whether ``exp.id`` is every experiment's own (a store), rather than the
         #: records' (:meth:`of_records`), which some may lack or share.
         self.stored_ids = True
+        #: Whether the records are read from the file, which other connections may read
+        #: in parts at once (not from a copy in memory).
+        self._in_file = store.in_file
         try:
             register(self._db)
             self._db.execute("BEGIN")  # one snapshot for every read below
@@ -155,6 +157,7 @@ class StoreArrays:
         arrays = cls.__new__(cls)
         arrays.path = Path(label)
         arrays.stored_ids = False
+        arrays._in_file = False
         arrays._db = sqlite3.connect(":memory:", isolation_level=None)
         try:
             for statement in SCHEMA.split(";"):
@@ -180,7 +183,7 @@ class StoreArrays:
         return arrays
 
     def _open(self, where: Mapping[str, Any] | None) -> None:
-        reader = Reader(self._db, self.path)
+        reader = Reader(self._db, self.path, in_file=self._in_file)
         self._keys: dict[str, Key] = reader.catalogue()
         #: The rows every read scans, and the condition on ``exact``'s rows: the
         #: experiments ``where`` selects are all there is here, so a query choosing
@@ -218,7 +221,7 @@ class StoreArrays:
         # fetched as Python tuples would cost a second.
         # Read in parts at once where every record is read (:mod:`~dlbench.results.
         # store.parts`): a query's chosen records are in this connection's own table.
-        self._parts: list[Part] = [] if where or not self.stored_ids else split(
+        self._parts: list[Part] = [] if where or not self._in_file else split(
             self._db, self.path)
         texts = self._in_parts(
             "SELECT group_concat(seq), group_concat(shape) FROM "

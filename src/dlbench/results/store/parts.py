@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from dlbench.config.devices import usable_cores
 from dlbench.errors import ResultsError
-from dlbench.results.sqlite_files import connect_read_only
+from dlbench.results.store.readonly import open_for_reading
 from dlbench.results.store.where import register
 from dlbench.results.store.write import WRITES
 
@@ -96,7 +96,7 @@ def in_parts(
 
     def read(index: int) -> None:
         try:
-            other = connect_read_only(path, "results store")
+            other = open_for_reading(path)
         except ResultsError:
             return
         try:

@@ -82,11 +82,14 @@ class _Plan:
 
 
 class Reader:
-    """Reads an open store's connection; every method is one read transaction."""
+    """Reads an open store's connection; every method is one read transaction.
+    ``in_file``: ``db`` reads the file at ``path`` (not a copy in memory), so a large
+    read may be split among connections of its own (:mod:`~dlbench.results.store.parts`)."""
 
-    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path, *, in_file: bool = True) -> None:
         self._db = db
         self._path = path
+        self._in_file = in_file
 
     def _fail(self, exc: Exception) -> ResultsError:
         return ResultsError(f"cannot read results store {self._path}: {exc}")
@@ -239,7 +242,8 @@ class Reader:
         if chosen is None:
             exact = self._exact(plan)
             sql = f"SELECT {plan.columns()} FROM {_FROM} WHERE ({condition})"
-            parts = split(self._db, self._path, lookups=True) if in_parts else []
+            parts = (split(self._db, self._path, lookups=True)
+                     if in_parts and self._in_file else [])
             if len(parts) > 1:
                 chunks = [[row for part in self._in_parts(sql, params, parts) for row in part]]
             else:

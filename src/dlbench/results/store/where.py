@@ -9,7 +9,9 @@ does), ordering, a literal prefix (``"resnet"``); a regular expression runs in
 Python through a function registered on the connection (:func:`register`). A BOOLEAN
 column is tested against the booleans the condition takes; a JSON column (lists,
 dicts), a value the column does not hold exactly (kept in ``exact``) and any
-condition SQL cannot say are all left for ``match`` to decide.
+condition SQL cannot say are all left for ``match`` to decide. A condition holding a
+lone surrogate (``"\\ud800"``) is one: SQLite's TEXT is UTF-8, which cannot bind it,
+and the values that could equal it are all in ``exact``.
 
 ``tests/unit/test_results_store_query.py`` checks that the store and a list of
 records select the same records, for values of every kind.
@@ -43,7 +45,7 @@ def _matches(value: Any, condition: Any) -> bool:
 
 # SQLite may call a function before the typeof() test beside it: each checks for itself.
 def _dl_regex(pattern: str, value: Any) -> int:
-    return int(isinstance(value, str) and _compile(pattern).match(value) is not None)
+    return int(isinstance(value, str) and _compile(pattern).matches(value))
 
 
 def _dl_json(value: Any) -> str | None:
@@ -63,6 +65,22 @@ def _number(value: Any) -> bool:
     return is_number(value) and value == value
 
 
+def _utf8(condition: Any) -> bool:
+    """Whether every string in ``condition`` (operands and list elements included) is
+    UTF-8, which SQLite can bind: a lone surrogate is not."""
+    if isinstance(condition, str):
+        try:
+            condition.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(condition, dict):
+        return all(_utf8(item) for item in condition.values())
+    if isinstance(condition, list):
+        return all(_utf8(item) for item in condition)
+    return True
+
+
 class _SqlColumn:
     """SQL over one typed column ``v`` (an INTEGER, REAL or TEXT value, not NULL)."""
 
@@ -80,6 +98,8 @@ class _SqlColumn:
         and a text bound ranges over texts only (every number sorts before them).
         """
         v = self.v
+        if not _utf8(condition):
+            raise _Fallback
         if isinstance(condition, dict):
             return "(" + " AND ".join(self.operator(op, operand)
                                       for op, operand in condition.items()) + ")"
