@@ -148,6 +148,18 @@ def test_each_node_of_a_multi_node_job_meets_at_the_first(tmp_path: Path) -> Non
             "exp.rendezvous"] == made
 
 
+def test_a_later_node_in_a_container_gets_its_own_log_file(tmp_path: Path) -> None:
+    exp = _plan(tmp_path, "exp.num_nodes=2", "exp.num_local_replicas=2")
+    # Set after planning: the plan wants the engine on PATH, which this machine may lack.
+    exp = {**exp, "exp.docker": True, "exp.container_engine": "apptainer",
+           "exp.docker_image": "images/bench.sif"}
+    own = node_experiment(exp, 1, ["gpu017", "gpu018"], "4242")
+    argv, env, log = node_command(own, Path("e.node1.json"), "py", {"PATH": "/bin"})
+    assert env[LOG_FILE_ENV] == str(log)
+    # apptainer starts from a clean environment: the log's path goes in as a value.
+    assert f"APPTAINERENV_{LOG_FILE_ENV}={log}" in argv
+
+
 def test_static_rendezvous_takes_slurms_node_id(tmp_path: Path) -> None:
     exp = _plan(tmp_path, "exp.num_nodes=3", "exp.rendezvous_backend=static")
     argv, _, log = node_command(node_experiment(exp, 2, ["a", "b", "c"], "9"), Path("e"))

@@ -118,10 +118,12 @@ def torchrun_arguments(experiment: Mapping[str, Any]) -> list[str]:
 
 
 def worker_argv(
-    experiment: Mapping[str, Any], exp_json: Path, python: str | None = None
+    experiment: Mapping[str, Any], exp_json: Path, python: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The argument list that runs ``experiment``'s worker on this node from
-    ``exp_json`` (its resolved parameters)."""
+    ``exp_json`` (its resolved parameters). ``env`` is the environment it will start
+    with (default :func:`worker_env`): a container gets its share of it."""
     python = python or sys.executable
     if uses_torchrun(experiment):
         argv = [python, "-m", "torch.distributed.run", *torchrun_arguments(experiment),
@@ -130,7 +132,7 @@ def worker_argv(
         argv = [python, "-m", "dlbench.worker", str(exp_json)]
     argv = profiler_argv(experiment, argv)
     if experiment.get("exp.docker"):  # the same command, inside the experiment's image
-        return container_argv(experiment, argv, worker_env(experiment),
+        return container_argv(experiment, argv, worker_env(experiment) if env is None else env,
                               Path(experiment["exp.out_dir"]))
     return argv
 

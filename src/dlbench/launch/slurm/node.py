@@ -124,7 +124,8 @@ def node_command(
     env = worker_env(experiment, base_env)
     if node_rank > 0:
         env[LOG_FILE_ENV] = str(log)
-    return worker_argv(experiment, exp_json, python), env, log
+    # The same environment builds a container's command: what it forwards and mounts.
+    return worker_argv(experiment, exp_json, python, env), env, log
 
 
 class _Stopped(Exception):
