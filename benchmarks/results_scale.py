@@ -26,6 +26,9 @@ memory (``ru_maxrss``) is its own; it includes the interpreter and its imports
   itself, interpreter start included, fastest of ``--repeats``. Q is ``{"exp.model":
   "resnet50"}`` (1 record in 16) and ``{"exp.model": "resnet50", "exp.replica_batch":
   32}`` (1 in 128);
+- ``dlbench report``: the command itself, a fresh process (interpreter start and
+  imports included), fastest of ``--repeats``, with its peak resident memory, beside
+  the targets set for it (``TARGETS``); and the same with ``--where`` Q2;
 - with ``--v1``, writing and queries on a format-1 store (a JSON document per record,
   read whole and filtered in Python), the layout before this one, for sizes up to
   ``--v1-max`` (not the report, which would convert the store to this format).
@@ -201,6 +204,49 @@ def _query(path: str, v1: bool, query: dict[str, Any]) -> dict[str, float]:
             "records": float(len(lines) - 2)}
 
 
+#: What a ``dlbench report`` command should take on this 2-core machine, idle, from a
+#: fresh process: (records, store) → (seconds, peak MB); and a ``--where`` keeping
+#: about 1 % (Q2), in seconds.
+TARGETS: dict[tuple[int, str], tuple[float, float]] = {
+    (1_000_000, "v2"): (1.0, 500.0), (100_000, "dlbs"): (0.3, 500.0)}
+WHERE_TARGET = 0.1
+
+#: Runs ``dlbench`` in this fresh interpreter, then prints its peak resident memory
+#: (VmHWM: Linux carries a parent's ru_maxrss over into its child) on standard error.
+_PEAK_WRAPPER = (
+    "import sys\n"
+    "from dlbench.cli.main import main\n"
+    "code = 1\n"
+    "try:\n"
+    "    code = main(sys.argv[1:])\n"
+    "finally:\n"
+    "    status = open('/proc/self/status').read().split('\\n')\n"
+    "    peak = [line.split()[1] for line in status if line.startswith('VmHWM')]\n"
+    "    print('peak_kb', peak[0], file=sys.stderr)\n"
+    "sys.exit(code)\n")
+
+
+def _report_command(path: str, where: dict[str, Any]) -> tuple[float, float]:
+    """Wall time of ``dlbench report --input PATH [--where Q]`` printing its text (to
+    /dev/null), interpreter start included, and its peak resident memory in MB."""
+    argv = [sys.executable, "-c", _PEAK_WRAPPER, "report", "--input", path]
+    if where:
+        argv += ["--where", json.dumps(where)]
+    began = time.perf_counter()
+    done = subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    wall = time.perf_counter() - began
+    peak = next(int(line.split()[1]) for line in done.stderr.splitlines()
+                if line.startswith("peak_kb"))
+    return wall, peak / 1024
+
+
+def _against(figure: float, target: float | None) -> str:
+    if target is None:
+        return ""
+    return f" (target {target:g}: {'met' if figure <= target else 'NOT met'})"
+
+
 def _command(path: str, query: dict[str, Any]) -> float:
     """Wall time of the command itself, ``dlbench query --input PATH --where Q`` printing
     its default table (to /dev/null), interpreter start included."""
@@ -280,6 +326,16 @@ def main() -> None:
                     print(f"{name} n={n:>8,} report {r['seconds']:8.2f} s  ({kind}, "
                           f"{'cold' if cold else 'cached'}, built {r['build']:.2f} s, "
                           f"rendered {r['render']:.2f} s, peak {r['peak_mb']:,.0f} MB)"
+                          + (f" --where {json.dumps(where)}" if where else ""))
+                for where in [] if args.no_report or v1 else [{}, QUERIES[1]]:
+                    timed = [_report_command(path, where) for _ in range(args.repeats)]
+                    wall, peak = min(timed)
+                    seconds, megabytes = TARGETS.get((n, name), (None, None))
+                    if where:
+                        seconds, megabytes = WHERE_TARGET, None
+                    print(f"{name} n={n:>8,} dlbench report {wall:6.2f} s"
+                          f"{_against(wall, seconds)}, peak {peak:,.0f} MB"
+                          f"{_against(peak, megabytes)} (fastest of {args.repeats})"
                           + (f" --where {json.dumps(where)}" if where else ""))
                 for query in [] if dlbs else QUERIES:
                     q = measure(_query, path, v1, query)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,9 @@ def test_peak_measures_and_stores(
 
     text = dlbench("peak", "--gpus", "", "--seconds", "0.1", "--size", "128", "--no-save")
     assert text.returncode == 0, text.stderr
-    assert "matmul float32" in text.stdout and "TFLOP/s" in text.stdout
-    assert "memory copy" in text.stdout and "GB/s" in text.stdout
+    # Each figure in the unit its magnitude calls for (tests/unit/test_units_magnitude.py).
+    assert re.search(r"matmul float32 +\d+\.?\d* [kMGTP]?FLOP/s", text.stdout)
+    assert re.search(r"memory copy +\d+\.?\d* [kMGTP]?B/s", text.stdout)
     assert "saved to" not in text.stdout
 
 

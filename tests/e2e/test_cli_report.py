@@ -97,7 +97,11 @@ def test_baseline_then_scorecard(dlbench: CliRunner, run_dir: Path, tmp_path: Pa
     proc = dlbench("report", "--type", "scorecard", "--input", str(run_dir),
                    "--baseline", str(base), "--fail-on-miss", "--fail-on-verdict")
     assert proc.returncode == 0, proc.stderr  # every target met: the gates pass
-    assert "Overall: PASS; score 1.0000" in proc.stdout
+    # 3 timed batches a run are too few for the worker to trust (< 5): every target is
+    # met, but the verdict says the runs cannot support it, and why.
+    (overall,) = [line for line in proc.stdout.splitlines() if line.startswith("Overall:")]
+    assert overall.startswith("Overall: INCONCLUSIVE (resnet")
+    assert "only 3 timed batches (< 5)" in overall and overall.endswith("; score 1.0000")
     assert "resnet18-training-b8" in proc.stdout
     # Against results of resnet50 only, resnet18's benchmarks are missing.
     proc = dlbench("report", "--type", "scorecard", "--input", str(run_dir),

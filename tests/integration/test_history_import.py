@@ -170,8 +170,11 @@ def test_a_fake_run_directory_is_imported_once_wherever_it_is(
     assert row.config["hw.device_name"] == "fake" and "exp.replica_batch" in row.config
     assert "exp.log_file" not in row.config and "exp.id" not in row.config
     assert "results.throughput" in row.results
-    # Series stay out of a history; the environment stays in.
-    assert not any(isinstance(v, (list, dict)) for v in row.results.values())
+    # Series stay out of a history (the reasons of the stability verdict stay in,
+    # for history check); the environment stays in.
+    assert not any(isinstance(v, (list, dict)) for k, v in row.results.items()
+                   if k != "results.unstable_reasons")
+    assert isinstance(row.results["results.unstable_reasons"], list)
     assert "results.time_data" not in row.results and "sys.hostname" in row.environment
     assert row.record_time.startswith(row.run_time[:4])
 

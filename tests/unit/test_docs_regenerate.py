@@ -130,3 +130,57 @@ def test_sanitise_replaces_a_short_host_name_only_where_it_is_one(
     text = 'sys.hostname   vm\n__sys.hostname__="vm"\n/proc/sys/vm/drop_caches'
     assert regen.sanitise(text, tmp_path) == (
         'sys.hostname   myhost\n__sys.hostname__="myhost"\n/proc/sys/vm/drop_caches')
+
+
+# ---------------------------------------------------------------- figures quoted
+
+
+def test_mask_line_keeps_a_place_in_the_source(regen: ModuleType) -> None:
+    assert regen.mask_line("RuntimeError: fake failure at batch 3 (at fake.py:97 in _fail)") \
+        == "RuntimeError: fake failure at batch # (at fake.py:97 in _fail)"
+    # so a moved line is a mismatch of the output it came from
+    mapping, _ = regen.match(["boom (at fake.py:94 in _fail)"], ["boom (at fake.py:97 in _fail)"])
+    assert mapping is None
+
+
+def _fail_line(text: str) -> int:
+    source = Path(__file__).resolve().parents[2] / "src/dlbench/backends/fake.py"
+    lines = source.read_text().split("\n")
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+def test_a_quoted_place_in_the_source_is_checked_against_it(regen: ModuleType) -> None:
+    at = _fail_line('raise RuntimeError(f"fake failure')
+    good = f"RuntimeError: fake failure (at fake.py:{at} in _fail), in prose or output"
+    stale = "RuntimeError: fake failure (at fake.py:3 in _fail)"
+    past = "see backends/fake.py:99999"
+    user = "(at my_script.py:12 in main)"  # not one of dlbench's files: not checked
+    problems = regen.source_problems([good, stale, past, user, "fake.py:3 in no_such_fn"])
+    assert [n for n, _ in problems] == [2, 3]
+    assert problems[0][1].startswith("fake.py:3 in _fail: line 3 is not in _fail (_fail is at "
+                                     "src/dlbench/backends/fake.py lines ")
+    assert problems[1][1].startswith("backends/fake.py:99999: src/dlbench/backends/fake.py has ")
+
+
+def test_check_fails_on_a_stale_quoted_place_and_an_exact_line(regen: ModuleType,
+                                                                tmp_path: Path) -> None:
+    page_file = tmp_path / "p.md"
+    at = _fail_line('raise RuntimeError(f"fake failure')
+    page_file.write_text("\n".join([
+        f"The failure is raised at `fake.py:{at} in _fail`.", "",
+        "<!-- docs: exact: columns$ -->", "```", "$ echo 4 records, 160 columns",
+        "4 records, 160 columns", "```", ""]))
+    assert regen.process(page_file, True, False, 60.0) == []
+    assert regen.process(page_file, True, False, 60.0, figures_only=True) == []
+    page_file.write_text(page_file.read_text().replace(f"fake.py:{at}", "fake.py:3")
+                         .replace("4 records, 160 columns\n```", "4 records, 156 columns\n```"))
+    found = regen.process(page_file, True, False, 60.0)
+    assert len(found) == 2
+    assert found[0].endswith("p.md:5: mismatch: exact lines /columns$/ show "
+                             "['4 records, 156 columns'], the command printed "
+                             "['4 records, 160 columns']")
+    assert "p.md:1: mismatch: fake.py:3 in _fail: line 3 is not in _fail" in found[1]
+    # without running a command, the quoted place is still checked
+    [static] = regen.process(page_file, True, False, 60.0, figures_only=True)
+    assert "p.md:1: mismatch: fake.py:3 in _fail" in static
+    assert regen.main(["--check", "--figures", str(page_file)]) == 1

@@ -16,6 +16,7 @@ from dlbench.config.catalog import model_info
 from dlbench.config.external import transformer_counts
 from dlbench.config.external.shipped import SHIPPED_BY_NAME
 from dlbench.config.external.transformer_counts import flops_per_sample, parameter_counts
+from dlbench.config.install import install_command
 from dlbench.errors import ConfigError
 
 #: The published parameter counts of the models as transformers builds them with their
@@ -196,9 +197,10 @@ def test_a_missing_library_is_refused_with_its_extra(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name in ("transformers", "timm") else
                         real(name, *a))
+    torch = install_command("", torch="installed").removeprefix("pip install ")
     assert refusal(*TINY) == ("exp.model='hf:llama-3.2-1b' (from -P flag) needs `pip install "
-                              "'dlbench[hf]'`: transformers is not installed")
-    assert "needs `pip install timm`" in refusal("exp.model=timm:convnext_tiny")
+                              f"'dlbench[hf]'{torch}`: transformers is not installed")
+    assert f"needs `pip install timm{torch}`" in refusal("exp.model=timm:convnext_tiny")
     # the fake framework simulates it without the library
     assert plan(*TINY, "exp.framework=fake")[0]["exp.model_title"] == "Llama-3.2-1B"
 

@@ -68,7 +68,8 @@ def _record(metric: str, value: float, **extra: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("metric", "direction"), DIRECTED)
 def test_compare_judges_by_the_declared_direction(metric: str, direction: str) -> None:
-    before, after = [_record(metric, 100.0)], [_record(metric, 50.0)]  # a fall of half
+    # A fall of half, each side two runs (one value a side is too few for a direction).
+    before, after = [_record(metric, 100.0)] * 2, [_record(metric, 50.0)] * 2
     fall = compare_records(before, after, metric=metric, threshold=0.05)
     rise = compare_records(after, before, metric=metric, threshold=0.05)
     assert fall.higher_is_better is (direction == "higher")
@@ -109,7 +110,7 @@ def test_a_key_without_a_direction_is_refused_unless_told(tmp_path: Path) -> Non
     with pytest.raises(MetricError, match=r"--metric results.num_batches: declares no "
                                           r"direction"):
         compare_records(records, records, metric="results.num_batches")
-    told = compare_records(records, [_record("results.num_batches", 5)],
+    told = compare_records(records * 2, [_record("results.num_batches", 5)] * 2,
                            metric="results.num_batches", higher_is_better=True)
     assert told.has_regression()
     with pytest.raises(MetricError, match="is not a declared result key"):

@@ -45,7 +45,7 @@ def test_warmup_visible_rule_by_hand() -> None:
     # the rest are 10 except one 12, so p95 of the rest is at most 12 < 20: visible.
     times = [30.0, 20.0, 15.0, *([10.0] * 16), 12.0]
     assert warmup_visible(times) == (
-        "warm-up visible: first 3 batches median 20 ms vs 10 ms for the rest")
+        "warm-up visible: first 3 batches median 20.00 ms vs 10.00 ms for the rest")
     # One slow batch at the start is an outlier, not warm-up: the head median is 10.
     assert warmup_visible([30.0, *([10.0] * 19)]) is None
     # A head within 2% of the rest is not warm-up even above the rest's p95.

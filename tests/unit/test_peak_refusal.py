@@ -53,7 +53,7 @@ def test_size_problem() -> None:
 
 def test_contention_problem() -> None:
     assert contention_problem(_entry(0.017, share=0.31)) == (
-        "cpu contention: the matmuls ran float32 (0.017 TFLOP/s) 0.31 of the time their 2 "
+        "cpu contention: the matmuls ran float32 (17.00 GFLOP/s) 0.31 of the time their 2 "
         "thread(s) could have (< 0.75): something else was using the CPUs")
     assert contention_problem(_entry(share=0.75)) is None
     assert contention_problem(_entry(share=1.02)) is None  # a clock tick over
@@ -63,7 +63,7 @@ def test_contention_problem() -> None:
 
 def test_drop_problem() -> None:
     assert drop_problem(_entry(0.017), SAVED) == (
-        "float32 0.017 TFLOP/s is 8% of the 0.223 saved 2026-01-05T10:00:00 (a loaded "
+        "float32 17.00 GFLOP/s is 8% of the 223.0 GFLOP/s saved 2026-01-05T10:00:00 (a loaded "
         "machine?)")
     assert drop_problem(_entry(0.12), SAVED) is None  # 54%: within what it may vary
     assert drop_problem(_entry(0.5), SAVED) is None  # better is always welcome
@@ -77,7 +77,7 @@ def test_peak_problems_lists_every_reason() -> None:
     problems = peak_problems(_entry(0.017, share=0.3, size=64), SAVED)
     assert [p.split(":")[0] for p in problems] == [
         "a 64x64 matmul is too small to measure the device", "cpu contention",
-        "float32 0.017 TFLOP/s is 8% of the 0.223 saved 2026-01-05T10"]
+        "float32 17.00 GFLOP/s is 8% of the 223.0 GFLOP/s saved 2026-01-05T10"]
 
 
 def _gpu(tflops: dict[str, float], memory_gbps: float = 2900.0,
@@ -91,14 +91,14 @@ def _gpu(tflops: dict[str, float], memory_gbps: float = 2900.0,
 def test_datasheet_problem() -> None:
     # H100 SXM's dense bfloat16 is 989.5 TFLOP/s: 60 is 6.1% of it.
     assert datasheet_problem(_gpu({"bfloat16": 60.0, "float32": 50.0})) == (
-        "bfloat16 60 TFLOP/s is 6.1% of the datasheet's 989.5 (NVIDIA H100 SXM: below 10%, "
+        "bfloat16 60.00 TFLOP/s is 6.1% of the datasheet's 989.5 (NVIDIA H100 SXM: below 10%, "
         "not the device's)")
     assert datasheet_problem(_gpu({"bfloat16": 98.95})) is None  # a tenth exactly
     assert datasheet_problem(_gpu({"bfloat16": 98.9})) is not None
     # H100 PCIe: 2,000 GB/s; a copy at 150 is 7.5% of it, at 300 15%.
     pcie = "NVIDIA H100 PCIe"
     assert datasheet_problem(_gpu({"float32": 40.0}, 150.0, pcie)) == (
-        "memory copy 150 GB/s is 7.5% of the datasheet's 2000 (NVIDIA H100 PCIe: below 10%, "
+        "memory copy 150.0 GB/s is 7.5% of the datasheet's 2000 (NVIDIA H100 PCIe: below 10%, "
         "not the device's)")
     assert datasheet_problem(_gpu({"float32": 40.0}, 300.0, pcie)) is None
     assert "nan%" in str(datasheet_problem(_gpu({"float32": float("nan")})))
@@ -140,7 +140,7 @@ def test_a_contended_peak_is_refused_and_force_saves_it(
     assert main(["peak", "--gpus", ""]) == 2
     assert _one_error_line(capsys) == (
         "dlbench: error: peak not saved: Some CPU: cpu contention: the matmuls ran float32 "
-        "(0.017 TFLOP/s) 0.31 of the time their 2 thread(s) could have (< 0.75): something "
+        "(17.00 GFLOP/s) 0.31 of the time their 2 thread(s) could have (< 0.75): something "
         "else was using the CPUs; measure again on a quiet machine, or --force saves it "
         "anyway")
     assert not peak_cli["file"].exists()
@@ -159,7 +159,7 @@ def test_a_peak_far_below_the_saved_one_is_refused(
     peak_cli["file"].write_text(json.dumps({"version": 1, "devices": {"Some CPU": SAVED}}))
     peak_cli["entry"] = _entry(0.017, share=0.95)
     assert main(["peak", "--gpus", ""]) == 2
-    assert "float32 0.017 TFLOP/s is 8% of the 0.223 saved" in _one_error_line(capsys)
+    assert "float32 17.00 GFLOP/s is 8% of the 223.0 GFLOP/s saved" in _one_error_line(capsys)
     stored = json.loads(peak_cli["file"].read_text())["devices"]["Some CPU"]
     assert stored == SAVED
     peak_cli["entry"] = _entry(0.21, share=0.95)
@@ -173,7 +173,7 @@ def test_a_peak_far_below_the_datasheet_is_refused(
     peak_cli["entry"] = _gpu({"bfloat16": 50.0})
     assert main(["peak", "--gpus", ""]) == 2
     assert _one_error_line(capsys) == (
-        "dlbench: error: peak not saved: NVIDIA H100 80GB HBM3: bfloat16 50 TFLOP/s is 5.1% "
+        "dlbench: error: peak not saved: NVIDIA H100 80GB HBM3: bfloat16 50.00 TFLOP/s is 5.1% "
         "of the datasheet's 989.5 (NVIDIA H100 SXM: below 10%, not the device's); measure "
         "again on a quiet machine, or --force saves it anyway")
     assert not peak_cli["file"].exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -79,24 +80,28 @@ def test_the_legend_of_long_labels_lies_inside_the_image() -> None:
 
 
 def test_error_bars_say_what_they_are_and_the_ci_is_drawn() -> None:
-    # One run with a CI (results.ci95_rel 10 %): the CI of its mean batch time carried
-    # to the throughput, c / t; three runs at batch 2: their sd.
+    # One run with a CI (results.ci95_rel 10 %): the CI of its mean batch time, on the
+    # log scale t * e^(-+0.1), carried to the throughput c / t; three runs at batch 2:
+    # their sd.
     records = [rec(1, 100.0, **{"results.ci95_rel": 0.1})]
     records += [rec(2, value) for value in (180.0, 200.0, 220.0)]
     (series,) = build_series(records, "exp.replica_batch", "results.throughput")
     assert series.ci is not None and series.ci[1] is None and series.n == [1, 3]
     below, above = series.ci[0]  # type: ignore[misc]
-    assert (below, above) == pytest.approx((100.0 - 100.0 / 1.1, 100.0 / 0.9 - 100.0))
+    assert (below, above) == pytest.approx((100.0 - 100.0 * math.exp(-0.1),
+                                            100.0 * math.exp(0.1) - 100.0))
     assert series.err == [0.0, 20.0]
     drawn = draw_chart([series], ylabel="results.throughput")
     assert drawn.labels["legend"] == [SD_LABEL, CI_LABEL]
     styles = [c.get_linestyle() for c in drawn.panels[0].axes.collections]
     assert styles[0] == [(0.0, None)] and styles[1] != styles[0]  # the CI is dashed
     assert chart_problems(drawn) == []
-    # The mean batch time's CI is results.ci95 itself.
+    # The mean batch time's CI: results.ci95 relative to the time, on the log scale.
     timed = [{**rec(1, 100.0), "results.time": 10.0, "results.ci95": 0.4}]
     (time,) = build_series(timed, "exp.replica_batch", "results.time")
-    assert time.ci == [(0.4, 0.4)] and time.unit == "ms"
+    assert time.ci == [pytest.approx((10.0 - 10.0 * math.exp(-0.04),
+                                      10.0 * math.exp(0.04) - 10.0))]
+    assert time.unit == "ms"
 
 
 def test_a_png_records_its_labels_and_the_problems_found() -> None:

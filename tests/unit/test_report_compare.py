@@ -65,7 +65,8 @@ def test_geometric_mean_of_ratios() -> None:
     (1.2, 0.001, False, "slower"),     # time up 20 %
     (1.03, 0.001, True, "unchanged"),  # significant but within the 5 % threshold
     (1.2, 0.2, True, "unchanged"),     # beyond the threshold but not significant
-    (0.8, None, True, "slower"),       # nothing to test: the threshold decides
+    (0.8, None, True, "inconclusive"),  # nothing to test: no direction
+    (1.02, None, True, "unchanged"),   # nothing to test, and within the threshold
 ])
 def test_verdict_directions(ratio: float, p: float | None, higher_better: bool,
                             expected: str) -> None:
@@ -103,7 +104,7 @@ def test_match_ratio_verdict_and_one_side_only() -> None:
     assert c.rows[0].change_pct == pytest.approx(-20.0)
     assert c.only_a == [{"exp.replica_batch": 4}]
     assert c.only_b == [{"exp.replica_batch": 8}]
-    assert c.counts() == {"faster": 0, "slower": 1, "unchanged": 1}
+    assert c.counts() == {"faster": 0, "slower": 1, "unchanged": 1, "inconclusive": 0}
     assert c.geometric_mean() == pytest.approx(math.sqrt(0.8 * 1.02))
     assert c.has_regression()
 
@@ -159,7 +160,8 @@ def test_not_ok_records_and_environment_differences_are_warned() -> None:
         "hw.cpu_model (A: -; B: Xeon)",
         "A: 1 record(s) not ok left out",
     ]
-    assert c.notes == ["p-value '-': too few values to test; the threshold alone decided"]
+    assert c.notes == ["p-value '-': too few values to test; a change beyond the threshold "
+                       "is inconclusive"]
 
 
 def test_nothing_in_common_is_an_error() -> None:
@@ -179,7 +181,7 @@ def test_text_format() -> None:
                       "verdict"]
     assert lines[5].split()[:5] == ["1", "100.00", "80.00", "0.8000", "-20.00"]
     assert lines[5].split()[-1] == "slower"
-    assert "faster: 0, slower: 1, unchanged: 1" in lines
+    assert "faster: 0, slower: 1, unchanged: 1, inconclusive: 0" in lines
     assert "only in A: exp.replica_batch=4" in lines
     assert "only in B: exp.replica_batch=8" in lines
 
@@ -192,7 +194,7 @@ def test_csv_and_json_formats_keep_full_precision() -> None:
     doc = json.loads("\n".join(format_comparison(c, "json")))
     assert doc["differing"] == {"fake.step_ms": {"A": 10.0, "B": 12.0}}
     assert doc["rows"][0]["change_pct"] == pytest.approx(-20.0)
-    assert doc["counts"] == {"faster": 0, "slower": 1, "unchanged": 1}
+    assert doc["counts"] == {"faster": 0, "slower": 1, "unchanged": 1, "inconclusive": 0}
     assert doc["only_B"] == [{"exp.replica_batch": 8}]
     markdown = format_comparison(c, "markdown")
     assert any(line.startswith("| exp.replica_batch |") for line in markdown)

@@ -1,6 +1,7 @@
-"""The columnar store (format 2): values come back as they went in, shapes keep key
-order, one value per key is read without its table, and format 1 stores are
-converted when opened."""
+"""The store's format: values come back as they went in, shapes keep key order, one
+value per key is read without its table; stores of older formats are converted by a
+writer or ``upgrade``, never by a reader (format 4 is read as it is, older ones are
+refused in one line)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from dlbench.errors import ResultsError
 from dlbench.results import store as store_module
 from dlbench.results.store import FORMAT_VERSION, Store
+from dlbench.results.store.upgrade import upgrade
 
 ODD: dict[str, Any] = {
     "exp.id": "odd",
@@ -28,6 +30,16 @@ ODD: dict[str, Any] = {
 
 def _same(a: Any, b: Any) -> bool:
     return json.dumps(a) == json.dumps(b)  # NaN == NaN, -0.0 != 0.0
+
+
+def _refused_to_a_reader(path: Path, version: int) -> None:
+    """A reader neither converts the store nor reads it: one line says how to convert it,
+    and the file is left byte for byte as it was."""
+    before = path.read_bytes()
+    with pytest.raises(ResultsError, match=(
+            f"format version {version}, .* run dlbench store upgrade {path}$")):
+        Store(path, create=False)
+    assert path.read_bytes() == before
 
 
 def test_every_kind_of_value_comes_back_with_its_type_and_key_order(tmp_path: Path) -> None:
@@ -108,16 +120,16 @@ def test_a_format_1_store_is_converted_when_opened(
     # seq, not the id or the row order, is the order of first storage.
     _v1_store(path, [(r["exp.id"], seq, r.get("exp.status"), f"2026-01-0{seq}T00:00:00+00:00",
                       json.dumps(r)) for seq, r in ((2, old[1]), (1, old[0]), (3, old[2]))])
-    before = path.read_bytes()
-    with Store(path, create=False) as store:  # a reader converts a copy in memory
+    _refused_to_a_reader(path, 1)
+    assert upgrade(path) == (1, FORMAT_VERSION)  # converts the file, as a writer would
+    with Store(path, create=False) as store:
         assert _same(store.records(), [old[0], old[1], old[2]])
         assert store.statuses() == {"b": "ok", "a": "failure"}
         assert store.records(where={"results.time": {"$gt": 1}}, keys=["exp.id"]) == [
             {"exp.id": "b"}]
         with pytest.raises(ResultsError, match="open for reading only"):
             store.put({"exp.id": "d"})
-    assert path.read_bytes() == before
-    with Store(path) as store:  # a writer converts the file
+    with Store(path) as store:
         store.put({"exp.id": "d"})
     db = sqlite3.connect(path)
     assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchall() == [
@@ -209,7 +221,8 @@ def test_a_format_2_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
         {"exp.id": "third", "exp.status": "failure", "results.time": None, "dict": "text"},
     ]
     _v2_store(path, records)
-    before = path.read_bytes()
+    _refused_to_a_reader(path, 2)
+    assert upgrade(path) == (2, FORMAT_VERSION)
     with Store(path, create=False) as store:
         back = store.records()
         assert [list(r) for r in back] == [list(r) for r in records]
@@ -218,7 +231,6 @@ def test_a_format_2_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
         assert store.statuses() == {"odd": "ok", "third": "failure"}
         assert store.records(where={"exp.replica_batch": 32}, keys=["exp.id"]) == [
             {"exp.id": "second"}]
-    assert path.read_bytes() == before
     with Store(path) as store:
         store.put({"exp.id": "fourth", "exp.model": "vgg16"})
     db = sqlite3.connect(path)
@@ -358,9 +370,10 @@ def test_a_format_3_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
     assert db.execute("SELECT type FROM sqlite_master WHERE name = 'results'").fetchone() == (
         "table",)
     db.close()
-    # A reader reads a copy converted in memory, as format 1 and 2 stores are; a writer
-    # converts the file, once.
-    before = old.read_bytes()
+    # A reader refuses it, as format 1 and 2 stores; a writer converts the file, once.
+    _refused_to_a_reader(old, 3)
+    with Store(old):
+        pass
     with Store(old, create=False) as store:
         back = store.records()
         assert [list(r) for r in back] == [list(r) for r in records]
@@ -368,9 +381,6 @@ def test_a_format_3_store_is_converted_with_every_kind_of_value(tmp_path: Path) 
         assert store.statuses() == {"third": "failure"}
         assert store.records(where={"int": 3}, keys=["exp.id"]) == [
             {"exp.id": "odd"}, {"exp.id": "second"}, {"exp.id": "third"}]
-    assert old.read_bytes() == before
-    with Store(old):
-        pass
     # What the writer keeps of each key is what the conversion found in SQL (the
     # first value, where a key holds one).
     assert ({k: v if v[0] else v[0] for k, v in _single(old).items()}
@@ -397,8 +407,7 @@ def test_an_empty_format_3_store_is_converted_and_takes_records(tmp_path: Path) 
     with Store(path):
         pass
     _as_format3(path)
-    with Store(path, create=False) as store:
-        assert len(store) == 0 and store.records() == []
+    _refused_to_a_reader(path, 3)
     with Store(path) as store:
         store.put({"exp.id": "a", "x": [1]})
         assert store.records() == [{"exp.id": "a", "x": [1]}]
@@ -468,7 +477,7 @@ def test_a_format_4_store_is_converted_to_an_index_and_a_count_of_writes(
     db.execute("UPDATE meta SET value = '4' WHERE key = 'format_version'")
     db.close()
     before = path.read_bytes()
-    with Store(path, create=False) as store:  # a reader converts a copy in memory
+    with Store(path, create=False) as store:  # a reader reads it as it is
         assert _same(store.records(), records)
         assert [r["exp.id"] for r in store.records(where={"exp.model": "n"})] == ["c"]
     assert _meta_and_indexes(path) == ({"format_version": "4"}, [])

@@ -171,7 +171,7 @@ def test_query_parquet_reads_back_as_the_records(
     assert main(["compare", str(run_dir), str(out), "--format", "json"]) == 0
     compared = json.loads(capsys.readouterr().out)
     # The same measurements on both sides: every configuration matched, unchanged.
-    assert compared["counts"] == {"faster": 0, "slower": 0, "unchanged": 2}
+    assert compared["counts"] == {"faster": 0, "slower": 0, "unchanged": 2, "inconclusive": 0}
     assert [row["A"] == row["B"] for row in compared["rows"]] == [True, True]
 
 

@@ -31,9 +31,12 @@ from dlbench.cli.commands import help as commands_help
 from dlbench.cli.commands import history as commands_history
 from dlbench.cli.commands import results as commands_results
 from dlbench.cli.commands import run as commands_run
+from dlbench.cli.commands import store as commands_store
 from dlbench.cli.usage import (
     Parser,
+    add_fail_on_inconclusive,
     add_format,
+    add_log_y,
     add_metric,
     add_where,
     format_choices,
@@ -225,7 +228,8 @@ def _add_compare(sub: Subparsers) -> None:
     compare.add_argument("--threshold", default="5%", metavar="PERCENT",
                          help="smallest change that counts (default 5%%)")
     compare.add_argument("--fail-on-regression", action="store_true",
-                         help="exit 1 when a significant slowdown beyond the threshold exists")
+                         help="exit 1 when a conclusive slowdown beyond the threshold exists")
+    add_fail_on_inconclusive(compare, "a configuration's change")
     add_format(compare, format_choices(REPORT_FORMATS),
                "text, markdown, csv or json on stdout")
     compare.set_defaults(handler=_lazy("compare", "compare"))
@@ -246,6 +250,7 @@ def _add_plot(sub: Subparsers) -> None:
                       help="how the records at one x combine into a point")
     plot.add_argument("--chart", choices=("line", "bar"), default="line",
                       help="lines, or groups of bars")
+    add_log_y(plot)
     plot.add_argument("--baseline-x", metavar="VALUE",
                       help="divide each series by its value at this x (speedup)")
     plot.add_argument("--title", metavar="TEXT", help="the chart's title (default: none)")
@@ -297,11 +302,18 @@ def _add_history(sub: Subparsers) -> None:
     commands_history.add_arguments(history)
 
 
+def _add_store(sub: Subparsers) -> None:
+    store = sub.add_parser("store", help="a run's results store: upgrade an older format",
+                           description="Work on a run directory's results store itself.")
+    commands_store.add_arguments(store)
+
+
 #: The commands, in the order ``dlbench`` lists them; a new command is one function
 #: here.
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     _add_run, _add_plan, _add_status, _add_help, _add_parse, _add_query, _add_report,
     _add_baseline, _add_compare, _add_plot, _add_sysinfo, _add_peak, _add_history,
+    _add_store,
 )
 
 

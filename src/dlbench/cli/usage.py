@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import re
 import shutil
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from dlbench.errors import DlbenchError, UsageError
@@ -213,9 +214,91 @@ def add_metric(parser: argparse.ArgumentParser, what: str) -> None:
                              "direction (or to override it)")
 
 
+#: The gate on verdicts that could not be given a direction, named as the other
+#: ``--fail-on-*`` gates are; ``compare`` and ``history check`` take it.
+FAIL_ON_INCONCLUSIVE = "--fail-on-inconclusive"
+
+
+def add_fail_on_inconclusive(parser: argparse.ArgumentParser, what: str) -> None:
+    """:data:`FAIL_ON_INCONCLUSIVE`: exit 1 when ``what`` (a configuration's change)
+    is inconclusive: its inputs are unstable, contended or too few to give a direction
+    (read with :func:`fail_on_inconclusive`)."""
+    parser.add_argument(FAIL_ON_INCONCLUSIVE, action="store_true",
+                        help=f"exit 1 also when {what} is inconclusive (unstable or "
+                             "contended inputs, too few samples or runs)")
+
+
+def fail_on_inconclusive(args: argparse.Namespace) -> bool:
+    """Whether :data:`FAIL_ON_INCONCLUSIVE` was given (False on a parser without it)."""
+    return bool(getattr(args, "fail_on_inconclusive", False))
+
+
+def known_key(name: str) -> bool:
+    """Whether ``name`` is a key dlbench declares: a result, ``sys.*`` or ``hw.*`` key
+    of the key table, or a parameter of the registry (``exp.*``, a framework's)."""
+    from dlbench.config.registry import REGISTRY
+    from dlbench.results.keys.lookup import lookup
+
+    return lookup(name) is not None or REGISTRY.get(name) is not None
+
+
+def _declared_names() -> list[str]:
+    """Every declared key and parameter name without a placeholder: what a typo is
+    most likely a typo of."""
+    from dlbench.config.registry import REGISTRY
+    from dlbench.results.keys.table import RESULT_KEYS
+
+    return [*(k.name for k in RESULT_KEYS if "<" not in k.name), *REGISTRY.names()]
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``did you mean results.throughput?`` for the candidate closest to ``name``,
+    or empty when none is close: the hint every misspelled name gets."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"did you mean {close[0]}?" if close else ""
+
+
+def check_keys(flag: str, names: Sequence[str], present: Iterable[str], records: int) -> None:
+    """:class:`UsageError` naming ``flag`` for the first of ``names`` that is unknown:
+    neither declared (:func:`known_key`) nor among ``present``, the keys of the
+    ``records`` records read (a ``user.*`` key, or a framework's own, is fine there).
+    The error says which key, and suggests the closest known or present one."""
+    seen = set(present)
+    for name in names:
+        if name in seen or known_key(name):
+            continue
+        hint = did_you_mean(name, [*seen, *_declared_names()])
+        raise UsageError(
+            f"{flag} {name}: not a declared key, and none of the {records} record(s) has "
+            f"it; {hint or 'dlbench help --results lists the declared keys'}")
+
+
+def metric_direction(flag: str, metric: str, better: bool | None) -> bool:
+    """Whether a larger ``metric`` (named by ``flag``) is better: ``better`` where given
+    (``--better``), else its declared direction; the error for a key that declares none
+    also suggests the closest declared key when ``metric`` is not one."""
+    from dlbench.errors import MetricError
+    from dlbench.results.keys.lookup import higher_is_better
+
+    try:
+        return higher_is_better(metric, better, where=flag)
+    except MetricError as error:
+        hint = "" if known_key(metric) else did_you_mean(metric, _declared_names())
+        if not hint:
+            raise
+        raise MetricError(f"{error}; {hint}") from None
+
+
 def better_flag(args: argparse.Namespace) -> bool | None:
     """``--better`` as ``higher_is_better``: True, False, or None (the key decides)."""
     return None if args.better is None else args.better == "higher"
+
+
+def add_log_y(parser: argparse.ArgumentParser) -> None:
+    """``--log-y``: a chart's y axis on a log scale, for every chart kind it draws."""
+    parser.add_argument("--log-y", action="store_true",
+                        help="a log scale on the y axis, for values orders of magnitude "
+                             "apart (values above 0 only)")
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
@@ -259,18 +342,28 @@ def flag_lines(parser: argparse.ArgumentParser, width: int | None = None) -> lis
     width = wrap_width() if width is None else width
     commands = _subcommands(parser)
     first = max(len(name) for name, _, _ in commands)
-    lines = []
-    for name, _, sub in commands:
+
+    def packed(head: str, sub: argparse.ArgumentParser, indent: int) -> list[str]:
         # Packed option by option: a line never splits `--input SRC` in two.
-        line = name.ljust(first + 1)
+        lines, line = [], head.ljust(indent)
         items = [_flag_text(a) for a in options(sub)] or ["(no options)"]
         for index, item in enumerate(items):
             item += "," if index < len(items) - 1 else ""
-            if len(line) + 1 + len(item) > width and line.strip() != name:
+            if len(line) + 1 + len(item) > width and line.strip() != head.strip():
                 lines.append(line)
-                line = " " * (first + 1)
+                line = " " * indent
             line += " " + item
-        lines.append(line)
+        return [*lines, line]
+
+    lines = []
+    for name, _, sub in commands:
+        lines += packed(name, sub, first + 1)
+        # A command of actions (history import, check, html): each action's options,
+        # indented under the command.
+        actions = _subcommands(sub)
+        inner = max((len(action) for action, _, _ in actions), default=0)
+        for action, _, own in actions:
+            lines += packed(" " * (first + 2) + action, own, first + inner + 3)
     hidden = sorted({f"{flag} ({a.replacement})" for _, _, sub in commands
                      for a in sub._actions if isinstance(a, DeprecatedAlias)
                      for flag in a.option_strings})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dlbench.results.noise import join_reasons
 from dlbench.results.text_table import MISSING, experiment_label, format_number
 from dlbench.results.values import is_number
 from dlbench.textsafe import safe_text
@@ -24,13 +25,12 @@ Reporter = Callable[[str], None]
 
 def stability_note(record: Mapping[str, Any], shown: int = 2) -> str:
     """`` (unstable: cv 12.0% > 5%; ...)`` for an unstable result, else empty; at
-    most ``shown`` reasons, then how many more (all are in the record)."""
+    most ``shown`` reasons in full, then what each of the others is about
+    (``and 1 more reason: warm-up visible``; all are in the record)."""
     reasons = record.get("results.unstable_reasons")
     if record.get("results.stable") is not False or not isinstance(reasons, list):
         return ""
-    text = "; ".join(map(str, reasons[:shown]))
-    more = len(reasons) - shown
-    return f" (unstable: {text}{f'; {more} more' if more > 0 else ''})" if reasons else ""
+    return f" (unstable: {join_reasons([str(r) for r in reasons], shown)})" if reasons else ""
 
 
 def headline(record: Mapping[str, Any]) -> str:

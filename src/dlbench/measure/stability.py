@@ -38,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dlbench.measure.stats import percentile
+from dlbench.results.magnitude import duration_text
+from dlbench.results.noise import CPU_CONTENTION, GPU_SHARED, SPREAD_PREFIXES
 
 #: Fewer timed batches than this say little about the spread.
 MIN_BATCHES = 5
@@ -75,8 +77,8 @@ def warmup_visible(times_ms: Sequence[float]) -> str | None:
     head, rest = list(times_ms[:head_count]), list(times_ms[head_count:])
     head_median, rest_median = percentile(head, 50), percentile(rest, 50)
     if head_median > percentile(rest, 95) and head_median > rest_median * (1 + WARMUP_TOLERANCE):
-        return (f"warm-up visible: first {head_count} batches median {head_median:.3g} ms "
-                f"vs {rest_median:.3g} ms for the rest")
+        return (f"warm-up visible: first {head_count} batches median "
+                f"{duration_text(head_median)} vs {duration_text(rest_median)} for the rest")
     return None
 
 
@@ -95,7 +97,7 @@ def _cpu_competition(results: Mapping[str, Any]) -> str | None:
     own_cores = min(max(float(own) / 100, 0.0), float(cpus))
     other_cores = min(max(float(other) / 100, 0.0), cpus - own_cores)
     if other_cores >= OTHER_CPU_CORES and own_cores + other_cores >= CPU_SATURATION * cpus:
-        return (f"cpu contention: other processes used {other_cores:.2f} of the worker's "
+        return (f"{CPU_CONTENTION}: other processes used {other_cores:.2f} of the worker's "
                 f"{cpus} CPUs (worker {own_cores:.2f})")
     return None
 
@@ -109,7 +111,7 @@ def _gpu_problems(results: Mapping[str, Any]) -> list[str]:
         others = results.get(f"results.use.gpu{i}_other_processes_mean")
         if isinstance(others, (int, float)) and others >= GPU_SAMPLE_SHARE:
             most = results.get(f"results.use.gpu{i}_other_processes_max")
-            reasons.append(f"gpu {i}: {most} other process(es) on the GPU")
+            reasons.append(f"gpu {i}: {most} {GPU_SHARED}")
         shares = results.get(f"results.use.gpu{i}_throttle_reasons") or {}
         held = sorted(
             f"{name} {_percent(share)} of samples" for name, share in shares.items()
@@ -124,12 +126,12 @@ def stability_reasons(params: Mapping[str, Any], results: Mapping[str, Any]) -> 
     reasons: list[str] = []
     cv, threshold = results.get("results.time_cv"), float(params["exp.cv_threshold"])
     if isinstance(cv, (int, float)) and cv > threshold:
-        reasons.append(f"cv {_percent(cv)} > {100 * threshold:g}%")
+        reasons.append(f"{SPREAD_PREFIXES[0]}{_percent(cv)} > {100 * threshold:g}%")
     if params.get("exp.num_batches") == "auto":
         rel, target = results.get("results.ci95_rel"), float(params["exp.target_ci"])
         if not isinstance(rel, (int, float)) or rel > target:
             shown = f"±{_percent(rel)}" if isinstance(rel, (int, float)) else "unknown"
-            reasons.append(f"ci {shown} > ±{100 * target:g}% target")
+            reasons.append(f"{SPREAD_PREFIXES[1]}{shown} > ±{100 * target:g}% target")
     count = results.get("results.num_batches")
     if isinstance(count, int) and count < MIN_BATCHES:
         reasons.append(f"only {count} timed batches (< {MIN_BATCHES})")

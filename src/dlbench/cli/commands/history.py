@@ -4,7 +4,9 @@
   ``.json`` results file, any source ``dlbench query`` reads) is one run; its records
   join the history, an import of the same run again replaces them;
 - ``dlbench history check [--store S]``: change points of every configuration's
-  series; exit status 1 when one is a new regression (for CI);
+  series; exit status 1 when one is a new regression (for CI), and with
+  ``--fail-on-inconclusive`` also when a verdict could not be reached (a series too
+  short for the detector, a regression among unstable runs);
 - ``dlbench history html --output FILE [--store S]``: one page, a chart per
   configuration.
 
@@ -21,10 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlbench.cli.usage import (
+    FAIL_ON_INCONCLUSIVE,
+    add_fail_on_inconclusive,
     add_format,
     add_metric,
     better_flag,
+    fail_on_inconclusive,
     format_choices,
+    metric_direction,
     read_warnings,
     warn,
 )
@@ -106,6 +112,7 @@ def add_arguments(history: argparse.ArgumentParser) -> None:
     _add_analysis(check)
     check.add_argument("--all", action="store_true",
                        help="list every change point, not only regressions")
+    add_fail_on_inconclusive(check, "a configuration's verdict")
     add_format(check, format_choices(REPORT_FORMATS, "text", "json"),
                "a table (text) or a JSON document on stdout")
     check.set_defaults(handler=history_check)
@@ -199,7 +206,6 @@ def _analysis(args: argparse.Namespace) -> tuple[HistoryAnalysis, str]:
     from dlbench.report.compare.compare import parse_threshold
     from dlbench.report.history.changes import analyse_history
     from dlbench.results.history.store import open_history, redact
-    from dlbench.results.keys.lookup import higher_is_better
 
     for flag, value, low in (("--window", args.window, 1), ("--min-size", args.min_size, 2),
                              ("--permutations", args.permutations, 1), ("--last", args.last, 0)):
@@ -211,7 +217,7 @@ def _analysis(args: argparse.Namespace) -> tuple[HistoryAnalysis, str]:
         raise UsageError(f"--p-value {args.p_value}: expected a probability between 0 and 1, "
                          "such as 0.01")
     threshold = parse_threshold(args.threshold)
-    higher = higher_is_better(args.metric, better_flag(args))
+    higher = metric_direction("--metric", args.metric, better_flag(args))
     spec = _store_spec(args)
     with open_history(spec, create=False) as store:
         rows = store.rows()
@@ -238,7 +244,9 @@ def _change_rows(analysis: HistoryAnalysis, every: bool) -> list[dict[str, Any]]
             if not (every or change.regression):
                 continue
             verdict = "change"
-            if change.regression:
+            if change.inconclusive:
+                verdict = "INCONCLUSIVE" if change.new else "inconclusive"
+            elif change.regression:
                 verdict = "NEW REGRESSION" if change.new else "regression"
             rows.append({
                 "configuration": series.label, "key": series.key,
@@ -249,6 +257,7 @@ def _change_rows(analysis: HistoryAnalysis, every: bool) -> list[dict[str, Any]]
                 "before": change.point.mean_before, "after": change.point.mean_after,
                 "change": change.point.change, "p": change.point.p_value,
                 "verdict": verdict, "environment": environment_words(change),
+                "doubts": list(change.doubts),
                 "environment_change": {
                     k: {"before": v.before, "after": v.after,
                         "run #": v.index + series.skipped + 1}
@@ -257,20 +266,38 @@ def _change_rows(analysis: HistoryAnalysis, every: bool) -> list[dict[str, Any]]
     return rows
 
 
+def _check_status(new: int, inconclusive: int, args: argparse.Namespace) -> int:
+    """1 on a new conclusive regression, or on an inconclusive verdict with
+    --fail-on-inconclusive; else 0."""
+    if new:
+        return 1
+    if inconclusive and fail_on_inconclusive(args):
+        warn(f"{FAIL_ON_INCONCLUSIVE}: {inconclusive} verdict(s) inconclusive")
+        return 1
+    return 0
+
+
 def history_check(args: argparse.Namespace) -> int:
-    """Print the regressions (every change with --all); 1 when one is new."""
+    """Print the regressions (every change with --all) and the verdicts that could not
+    be reached; 1 when a regression is new (or, with --fail-on-inconclusive, when a
+    verdict is inconclusive)."""
+    from dlbench.report.history.changepoint import fewest_values
     from dlbench.results.text_table import format_table
 
     analysis, source = _analysis(args)
     rows = _change_rows(analysis, args.all)
     new = len(analysis.regressions())
+    inconclusive = analysis.inconclusive()
     if args.format == "json":
         document = {"metric": analysis.metric, "store": source, "window": analysis.window,
                     "threshold": analysis.threshold, "p_threshold": analysis.p_threshold,
+                    "min_runs": fewest_values(analysis.min_size),
                     "configurations": len(analysis.series), "new_regressions": new,
+                    "inconclusive": [{"configuration": series.label, "key": series.key,
+                                      "why": why} for series, why in inconclusive],
                     "changes": rows}
         print(json.dumps(document, indent=1, ensure_ascii=False))
-        return 1 if new else 0
+        return _check_status(new, len(inconclusive), args)
     columns = ["configuration", "run #", "time", "change", "p", "verdict", "environment"]
     shown = [{**row, "change": f"{row['change']:+.1%}", "p": f"{row['p']:.3g}",
               "run #": f"{row['run #']}/{row['runs']}"} for row in rows]
@@ -279,11 +306,16 @@ def history_check(args: argparse.Namespace) -> int:
                                                            *columns[5:]]):
             print(line)
         print()
+    for series, why in inconclusive:
+        print(f"inconclusive: {safe_text(series.label)}: {safe_text(why)}")
+    if inconclusive:
+        print()
     kinds = "change points" if args.all else "regressions"
+    undecided = f", {len(inconclusive)} inconclusive" if inconclusive else ""
     print(f"{safe_text(analysis.metric)}: {len(analysis.series)} configurations from "
           f"{safe_text(source)}, "
-          f"{len(rows)} {kinds}, {new} new (in the last {analysis.window} runs)")
-    return 1 if new else 0
+          f"{len(rows)} {kinds}, {new} new (in the last {analysis.window} runs){undecided}")
+    return _check_status(new, len(inconclusive), args)
 
 
 def history_html(args: argparse.Namespace) -> int:

@@ -10,10 +10,12 @@ from typing import Any
 
 import psutil
 
+from dlbench.cli.usage import warn
 from dlbench.errors import ConfigError, DlbenchError, MeasurementRefused
 from dlbench.measure.nvml import load_nvml
 from dlbench.measure.peak.peaks import (
     PEAK_DTYPES,
+    emulation_warning,
     load_peaks,
     memory_problem,
     peak_problems,
@@ -23,6 +25,7 @@ from dlbench.measure.peak.peaks import (
 )
 from dlbench.measure.peak.pytorch import measure_device
 from dlbench.measure.sysinfo import host_info, pytorch_info
+from dlbench.results.magnitude import bandwidth_text, flops_text
 
 
 def _text_lines(info: Mapping[str, Any]) -> list[str]:
@@ -105,17 +108,20 @@ def _check_memory(size: int, dtypes: list[str], device: str) -> None:
 
 
 def _peak_lines(entry: Mapping[str, Any]) -> list[str]:
+    """The entry's figures, each in the unit its magnitude calls for (GFLOP/s on a
+    slow CPU dtype, TFLOP/s on a GPU): the stored figures stay TFLOP/s and GB/s."""
     sheet = entry.get("datasheet") or {}
     lines = [f"{entry['device']} ({entry['device_type']}), measured {entry['measured']}"]
     for dtype, value in entry["tflops"].items():
         note = ""
         if dtype in sheet.get("tflops", {}):
-            note = f"  (datasheet {sheet['tflops'][dtype]:g}: {value / sheet['tflops'][dtype]:.0%})"
-        lines.append(f"  matmul {dtype:<9} {value:10.3f} TFLOP/s  "
-                     f"(n={entry['matmul_size']}, median; best {entry['tflops_best'][dtype]:.3f})"
-                     f"{note}")
-    note = f"  (datasheet {sheet['memory_gbps']:g})" if sheet else ""
-    lines.append(f"  memory copy      {entry['memory_gbps']:10.1f} GB/s     "
+            figure = sheet["tflops"][dtype]
+            note = f"  (datasheet {flops_text(figure * 1e12)}: {value / figure:.0%})"
+        best = flops_text(entry["tflops_best"][dtype] * 1e12)
+        lines.append(f"  matmul {dtype:<9} {flops_text(value * 1e12):>14}  "
+                     f"(n={entry['matmul_size']}, median; best {best}){note}")
+    note = f"  (datasheet {bandwidth_text(sheet['memory_gbps'] * 1e9)})" if sheet else ""
+    lines.append(f"  memory copy      {bandwidth_text(entry['memory_gbps'] * 1e9):>14}  "
                  f"({entry['copy_mib']} MiB, read + written){note}")
     return lines
 
@@ -149,6 +155,11 @@ def peak(args: argparse.Namespace) -> int:
             # allocator (or, on the CPU, swap the machine to a halt).
             _check_memory(args.size, _dtypes(names, "cpu" if device == "cpu" else "cuda"),
                           device)
+    if "cpu" in devices:
+        # Said before measuring: an emulated dtype takes minutes to measure.
+        emulated = emulation_warning(_dtypes(names, "cpu"))
+        if emulated:
+            warn(emulated)
     entries = [measure_device(device, _dtypes(names, "cpu" if device == "cpu" else "cuda"),
                               args.seconds, size=args.size) for device in devices]
     if not args.no_save:

@@ -87,7 +87,7 @@ def plot(args: argparse.Namespace) -> int:
     problems: list[str] = []
     data = render_chart(series, chart=args.chart, title=args.title,
                         xlabel=args.xlabel or args.x, ylabel=ylabel,
-                        fmt=fmt, problems=problems)
+                        fmt=fmt, problems=problems, log_y=args.log_y)
     for problem in problems:
         warn(f"chart: {problem}")
     write_atomically(args.output, data)

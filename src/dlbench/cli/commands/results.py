@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlbench.cli.usage import note, read_warnings, warn
+from dlbench.cli.usage import check_keys, known_key, note, read_warnings, warn
 from dlbench.errors import UsageError
 from dlbench.formats import PARQUET_FORMAT
 from dlbench.results.export import write_atomically, write_logs
@@ -66,6 +66,14 @@ def query(args: argparse.Namespace) -> int:
             selected, shown = load_table(args.input, where, flag, source,
                                          preferred=QUERY_COLUMNS, columns=columns,
                                          parse_warnings=warnings)
+    if columns and selected:
+        # A key neither declared nor in the records is a typo, not a column of '-'.
+        present = {key for record in selected for key in record}
+        if any(c not in present and not known_key(c) for c in columns):
+            # Only the columns were read: every key of the input, for the suggestion.
+            every = load_selected(args.input, where, flag, source, parse_warnings=[])
+            present |= {key for record in every for key in record}
+        check_keys("--columns", columns, present, len(selected))
     if shown is not None and args.format == "json":
         # --columns: those keys, in that order, as a table or CSV shows them.
         selected = [{key: record[key] for key in shown if key in record} for record in selected]

@@ -26,6 +26,7 @@ from dlbench.config.external.huggingface import (
 )
 from dlbench.config.external.transformer_counts import flops_per_sample
 from dlbench.config.external.vision_libraries import library_model
+from dlbench.config.install import install_command
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.config.params import Shown
 
@@ -40,11 +41,12 @@ SOURCES: dict[str, Callable[[str, Mapping[str, Any], Shown], ModelInfo]] = {
     "torchvision": lambda model_id, values, shown: library_model(model_id, shown),
 }
 
-#: Each source's package, and how to install it.
+#: Each source's package, and what pip installs for it (the command keeps the installed
+#: torch: :func:`~dlbench.config.install.install_command`).
 REQUIREMENTS: dict[str, tuple[str, str]] = {
-    "hf": ("transformers", "pip install 'dlbench[hf]'"),
-    "timm": ("timm", "pip install timm"),
-    "torchvision": ("torchvision", "pip install torchvision"),
+    "hf": ("transformers", "'dlbench[hf]'"),
+    "timm": ("timm", "timm"),
+    "torchvision": ("torchvision", "torchvision"),
 }
 
 
@@ -73,12 +75,15 @@ def external_model(values: Mapping[str, Any], shown: Shown | None = None) -> Mod
 
 
 def missing_requirement(model: ModelInfo) -> tuple[str, str] | None:
-    """The package an external model needs and how to install it, when it cannot be
-    imported here (checked without importing it); None when installed or in the zoo."""
+    """The package an external model needs and the command that installs it keeping
+    the installed torch, when it cannot be imported here (checked without importing
+    it); None when installed or in the zoo."""
     if not model.source:
         return None
-    package, hint = REQUIREMENTS[model.source]
-    return None if importlib.util.find_spec(package) is not None else (package, hint)
+    package, wanted = REQUIREMENTS[model.source]
+    if importlib.util.find_spec(package) is not None:
+        return None
+    return package, install_command(wanted)
 
 
 def configuration_flops(model: ModelInfo, training: bool, seq_len: int) -> float | None:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.config.home import dlbench_home
+from dlbench.results.magnitude import bandwidth_text, flops_text
 
 #: Version of the peaks file format. 1: {"version", "devices": {name: entry}}.
 PEAKS_FORMAT = 1
@@ -224,6 +225,47 @@ def _tflops(entry: Mapping[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+#: The CPU flags (``/proc/cpuinfo``, x86 and Arm) that mean native arithmetic in a
+#: dtype; without one, PyTorch converts to float32 and back around every operation.
+NATIVE_CPU_FLAGS = {
+    "bfloat16": ("avx512_bf16", "amx_bf16", "bf16"),
+    "float16": ("avx512_fp16", "amx_fp16", "fphp", "asimdhp"),
+}
+#: Where Linux lists the CPU's flags.
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def cpu_flags(path: Path = CPUINFO) -> set[str] | None:
+    """The flags (x86 ``flags``, Arm ``Features``) ``path`` lists, or None when it
+    cannot be read (not Linux)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return {word for line in text.splitlines()
+            if line.split(":", 1)[0].strip() in ("flags", "Features") and ":" in line
+            for word in line.split(":", 1)[1].split()}
+
+
+def emulation_warning(dtypes: Sequence[str], path: Path = CPUINFO) -> str | None:
+    """One line saying which of ``dtypes`` a CPU emulates (none of their
+    :data:`NATIVE_CPU_FLAGS` in ``path``), or may emulate (``path`` unreadable); None
+    when it runs them all natively or none of them is a half-precision dtype."""
+    halves = [d for d in dtypes if d in NATIVE_CPU_FLAGS]
+    if not halves:
+        return None
+    flags = cpu_flags(path)
+    if flags is None:
+        return (f"{' and '.join(halves)} may be emulated on this CPU ({path} cannot be "
+                "read to tell): expect a figure far below float32's and a long measurement")
+    emulated = [d for d in halves if not flags & set(NATIVE_CPU_FLAGS[d])]
+    if not emulated:
+        return None
+    named = ", ".join(sorted({f for d in emulated for f in NATIVE_CPU_FLAGS[d]}))
+    return (f"this CPU emulates {' and '.join(emulated)} ({path} lists none of {named}): "
+            "expect a figure far below float32's and a long measurement")
+
+
 def contention_problem(entry: dict[str, Any]) -> str | None:
     """Why a CPU measurement was contended, or None: a dtype's matmuls got less than
     :data:`MIN_CPU_SHARE` of the CPU time their threads could have used
@@ -239,7 +281,7 @@ def contention_problem(entry: dict[str, Any]) -> str | None:
     threads = entry.get("threads", "?")
     tflops = _tflops(entry)
     got = ", ".join(
-        f"{dtype} ({tflops[dtype]:.4g} TFLOP/s) {share:.2f}"
+        f"{dtype} ({flops_text(tflops[dtype] * 1e12)}) {share:.2f}"
         if isinstance(tflops.get(dtype), (int, float)) else f"{dtype} {share:.2f}"
         for dtype, share in low.items())
     return (f"cpu contention: the matmuls ran {got} of the time their {threads} thread(s) "
@@ -257,8 +299,9 @@ def drop_problem(entry: dict[str, Any], saved: dict[str, Any] | None) -> str | N
         before = old.get(dtype)
         if (isinstance(before, (int, float)) and before > 0 and isinstance(value, (int, float))
                 and value < MIN_SHARE_OF_SAVED * before):
-            drops.append(f"{dtype} {value:.4g} TFLOP/s is {value / before:.0%} of the "
-                         f"{before:.4g} saved {str(saved.get('measured', ''))[:19]}")
+            drops.append(f"{dtype} {flops_text(value * 1e12)} is {value / before:.0%} of "
+                         f"the {flops_text(before * 1e12)} saved "
+                         f"{str(saved.get('measured', ''))[:19]}")
     if not drops:
         return None
     return f"{'; '.join(drops)} (a loaded machine?)"
@@ -271,12 +314,13 @@ def datasheet_problem(entry: dict[str, Any]) -> str | None:
     sheet = datasheet(str(entry.get("device", "")))
     if sheet is None:
         return None
-    measured = [(f"{dtype} {value:.4g} TFLOP/s", value, sheet.tflops[dtype])
+    measured = [(f"{dtype} {flops_text(value * 1e12)}", value, sheet.tflops[dtype])
                 for dtype, value in _tflops(entry).items()
                 if _is_number(value) and dtype in sheet.tflops]
     memory = entry.get("memory_gbps")
-    if _is_number(memory):
-        measured.append((f"memory copy {memory:.4g} GB/s", memory, sheet.memory_gbps))
+    if isinstance(memory, (int, float)) and not isinstance(memory, bool):
+        measured.append((f"memory copy {bandwidth_text(memory * 1e9)}", memory,
+                         sheet.memory_gbps))
     # `not >=`: a NaN is no peak either.
     lows = [f"{what} is {value / figure:.1%} of the datasheet's {figure:g}"
             for what, value, figure in measured

@@ -14,7 +14,9 @@ What a chart may not do, and how it is kept from it:
   dropped until it fits;
 - categorical x values (models, frameworks) are slots, never joined by a line;
 - error bars say what they are: ±1 sd of the runs at a point (solid), or a single
-  run's 95 % CI (dashed) where the record has one.
+  run's 95 % CI (dashed) where the record has one; none is left out, and one that
+  leaves the axes is cut at the edge with an arrowhead there
+  (:mod:`dlbench.report.charts.errorbars`).
 
 :func:`dlbench.report.charts.checks.chart_problems` checks the drawn figure for each
 of these; :func:`render_chart` reports what it finds.
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import textwrap
 import warnings
 from collections.abc import Sequence
@@ -38,6 +39,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dlbench.report.charts.axes import axis_label
+from dlbench.report.charts.errorbars import (
+    CI_LABEL,
+    CLIP_LABEL,
+    SD_LABEL,
+    error_bars,
+    error_kinds,
+    legend_kinds,
+    y_limits,
+)
 from dlbench.report.charts.series import (
     AGGREGATIONS,
     ChartError,
@@ -55,16 +65,13 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.legend import Legend
 
-__all__ = ["AGGREGATIONS", "CHART_FORMATS", "CHART_TYPES", "ChartError", "ChartSeries",
-           "DrawnChart", "Panel", "axis_label", "build_series", "count_points", "draw_chart",
-           "render_chart"]
+__all__ = ["AGGREGATIONS", "CHART_FORMATS", "CHART_TYPES", "CI_LABEL", "CLIP_LABEL",
+           "SD_LABEL", "ChartError", "ChartSeries", "DrawnChart", "Panel", "axis_label",
+           "build_series", "count_points", "draw_chart", "error_kinds", "render_chart",
+           "y_limits"]
 
 CHART_TYPES = ("line", "bar")
 CHART_FORMATS = ("png", "svg", "pdf")
-
-#: What the error bars are, as the legend says it.
-SD_LABEL = "error bar: ±1 sd of the runs at a point"
-CI_LABEL = "error bar (dashed): 95% CI of a single run"
 
 #: The PNG text chunk that carries a chart's labels and the problems found in it.
 PNG_KEY = "dlbench.chart"
@@ -73,7 +80,6 @@ _WIDTH_IN = 7.0
 _PANEL_IN = 2.8  # height of one panel
 _FRAME_IN = 1.4  # title, x axis and legend
 _PAD = 0.08  # of an axis' span, either side of the data
-_EDGE = 0.04  # of the y span: room under a line chart's marker near 0
 _WRAP = (44, 28)  # legend label widths, in characters, tried in turn
 
 
@@ -121,67 +127,48 @@ def unit_panels(series: Sequence[ChartSeries]) -> list[tuple[str, list[ChartSeri
     return list(panels.items())
 
 
-def _extent(series: Sequence[ChartSeries]) -> tuple[float, float]:
-    """The lowest and highest y, error bars included."""
-    low, high = math.inf, -math.inf
-    for s in series:
-        for i, value in enumerate(s.y):
-            below = above = s.err[i] if s.err is not None else 0.0
-            interval = s.ci[i] if s.ci is not None else None
-            if interval is not None:
-                below, above = max(below, interval[0]), max(above, interval[1])
-            low, high = min(low, value - below), max(high, value + above)
-    return low, high
-
-
-def y_limits(series: Sequence[ChartSeries], chart: str) -> tuple[float, float]:
-    """Limits with a margin around every point and error bar. Non-negative data start
-    at 0, so heights read as proportions, unless a line chart's marker would then sit
-    on the axis (the axis then starts a little below 0)."""
-    low, high = _extent(series)
-    if chart == "bar":  # bars grow from 0
-        low, high = min(low, 0.0), max(high, 0.0)
-    start = 0.0 if low >= 0 else low
-    span = (high - start) or abs(high) or 1.0
-    pad = _PAD * span
-    if chart == "bar":
-        return (low - pad if low < 0 else 0.0), (high + pad if high > 0 else 0.0)
-    if low < 0:
-        return low - pad, high + pad
-    # Lowered only as far as a marker at 0 needs: a throughput axis reads best from 0.
-    return (0.0 if low >= _EDGE * span else -_EDGE * span), high + pad
-
-
 def x_limits(values: Sequence[float]) -> tuple[float, float]:
     low, high = min(values), max(values)
     pad = _PAD * (high - low) if high > low else max(abs(low) * 0.5, 0.5)
     return low - pad, high + pad
 
 
-def _error_bars(axes: Axes, positions: list[float], s: ChartSeries, colour: Any) -> list[str]:
-    """Draw ``s``'s error bars; the kinds drawn (SD_LABEL, CI_LABEL)."""
-    drawn: list[str] = []
-    if s.err is not None:
-        # Only points with spread get a bar: a zero-length bar still draws caps.
-        shown = [i for i, e in enumerate(s.err) if e > 0]
-        axes.errorbar([positions[i] for i in shown], [s.y[i] for i in shown],
-                      yerr=[s.err[i] for i in shown], fmt="none", ecolor=colour, capsize=3)
-        drawn.append(SD_LABEL)
-    if s.ci is not None:
-        known = [(i, c) for i, c in enumerate(s.ci) if c is not None]
-        container = axes.errorbar([positions[i] for i, _ in known], [s.y[i] for i, _ in known],
-                                  yerr=[[c[0] for _, c in known], [c[1] for _, c in known]],
-                                  fmt="none", ecolor=colour, capsize=3)
-        for collection in container.lines[2]:
-            collection.set_linestyle("--")
-        drawn.append(CI_LABEL)
-    return drawn
+def _error_bars(axes: Axes, positions: list[float], s: ChartSeries, colour: Any,
+                limits: tuple[float, float]) -> list[str]:
+    """Draw ``s``'s error bars clipped to the y ``limits``, a cap at each end inside
+    them and an arrowhead (gid ``clip-mark``) at each end cut there; the kinds drawn."""
+    bars = error_bars(s, limits)
+    for dashed in (False, True):
+        chosen = [bar for bar in bars if bar.dashed == dashed]
+        if not chosen:
+            continue
+        # Drawn as an errorbar (what the checks and readers of the figure look for) with
+        # its own caps: matplotlib would cap a clipped end too.
+        container = axes.errorbar(
+            [positions[b.index] for b in chosen], [s.y[b.index] for b in chosen],
+            yerr=[[s.y[b.index] - b.low for b in chosen], [b.high - s.y[b.index] for b in chosen]],
+            fmt="none", ecolor=colour, capsize=0)
+        if dashed:
+            for collection in container.lines[2]:
+                collection.set_linestyle("--")
+        caps = [(positions[b.index], end) for b in chosen
+                for end, cut in ((b.low, b.clipped_low), (b.high, b.clipped_high)) if not cut]
+        if caps:
+            axes.plot(*zip(*caps, strict=True), linestyle="none", marker="_", markersize=6,
+                      color=colour, gid="error-cap")
+        for end, cut, shape in (("low", "clipped_low", "v"), ("high", "clipped_high", "^")):
+            marks = [(positions[b.index], getattr(b, end)) for b in chosen if getattr(b, cut)]
+            if marks:
+                axes.plot(*zip(*marks, strict=True), linestyle="none", marker=shape,
+                          markersize=7, color=colour, gid="clip-mark", clip_on=False)
+    return error_kinds(s, limits)
 
 
 def _draw_panel(axes: Axes, panel: list[ChartSeries], first: int, chart: str,
-                categorical: bool, slot: dict[str, int]) -> tuple[list[Any], list[str]]:
-    """Draw one panel's series (colours from the ``first``-th of the cycle on); their
-    legend handles and the kinds of error bar drawn."""
+                categorical: bool, slot: dict[str, int],
+                limits: tuple[float, float]) -> tuple[list[Any], list[str]]:
+    """Draw one panel's series (colours from the ``first``-th of the cycle on) inside the
+    y ``limits``; their legend handles and the kinds of error bar drawn."""
     handles: list[Any] = []  # lines and bar containers
     kinds: list[str] = []
     count = len(panel)
@@ -191,7 +178,10 @@ def _draw_panel(axes: Axes, panel: list[ChartSeries], first: int, chart: str,
         if chart == "bar":
             width = 0.8 / count
             positions = [p + (number - (count - 1) / 2) * width for p in positions]
-            handles.append(axes.bar(positions, s.y, width=width, color=colour, label=s.label))
+            # From the axis's foot: 0, or on a log axis (which has no 0) its lower limit.
+            base = max(limits[0], 0.0)
+            handles.append(axes.bar(positions, [value - base for value in s.y], bottom=base,
+                                    width=width, color=colour, label=s.label))
             bar_colour: Any = "black"
         else:
             if categorical:  # dodge, so that series at one slot do not hide each other
@@ -200,7 +190,8 @@ def _draw_panel(axes: Axes, panel: list[ChartSeries], first: int, chart: str,
                                 linestyle="none" if categorical else "-")
             handles.append(line)
             bar_colour = colour
-        kinds += [k for k in _error_bars(axes, positions, s, bar_colour) if k not in kinds]
+        kinds += [k for k in _error_bars(axes, positions, s, bar_colour, limits)
+                  if k not in kinds]
     return handles, kinds
 
 
@@ -210,13 +201,6 @@ def series_in_legend(series: Sequence[ChartSeries], ylabel: str | None) -> bool:
     return len(series) > 1 or bool(series and series[0].label != ylabel)
 
 
-def error_kinds(series: ChartSeries) -> list[str]:
-    """The kinds of error bar ``series`` has (:data:`SD_LABEL`, :data:`CI_LABEL`), as
-    the legend names them."""
-    return [kind for kind, has in ((SD_LABEL, series.err is not None),
-                                   (CI_LABEL, series.ci is not None)) if has]
-
-
 def _legend_entries(series: Sequence[ChartSeries], handles: list[Any], kinds: list[str],
                     ylabel: str | None) -> tuple[list[Any], list[str]]:
     from matplotlib.lines import Line2D
@@ -224,9 +208,12 @@ def _legend_entries(series: Sequence[ChartSeries], handles: list[Any], kinds: li
     entries: list[tuple[Any, str]] = []
     if series_in_legend(series, ylabel):
         entries += list(zip(handles, [s.label for s in series], strict=True))
-    for kind in (k for k in (SD_LABEL, CI_LABEL) if k in kinds):
-        entries.append((Line2D([], [], color="black",
-                               linestyle="--" if kind == CI_LABEL else "-"), kind))
+    for kind in legend_kinds(kinds):
+        if kind == CLIP_LABEL:
+            entries.append((Line2D([], [], color="black", linestyle="none", marker="^"), kind))
+        else:
+            entries.append((Line2D([], [], color="black",
+                                   linestyle="--" if kind == CI_LABEL else "-"), kind))
     return [h for h, _ in entries], [label for _, label in entries]
 
 
@@ -262,6 +249,7 @@ def draw_chart(
     title: str | None = None,
     xlabel: str | None = None,
     ylabel: str | None = None,
+    log_y: bool = False,
 ) -> DrawnChart:
     """Lay ``series`` out as a ``line`` or grouped ``bar`` chart on a new figure.
 
@@ -269,8 +257,10 @@ def draw_chart(
     (up to 16); other x values, and every bar chart, get one evenly spaced slot per
     value, and a line chart draws them as unconnected points. There is one panel (y
     axis) per unit of the series, labelled :func:`axis_label` of ``ylabel`` and the
-    unit. Error bars show where a point's ``err`` is above 0 (±1 sd, solid) or it has
-    a ``ci`` (95 %, dashed); the legend, under the axes, says which.
+    unit, on a log scale with ``log_y`` (values above 0 only). Error bars show where a
+    point's ``err`` is above 0 (±1 sd, solid) or it has a ``ci`` (95 %, dashed), clipped
+    with an arrowhead where they leave the axes
+    (:mod:`~dlbench.report.charts.errorbars`); the legend, under the axes, says which.
     """
     if chart not in CHART_TYPES:
         raise ChartError(f"unknown chart type {chart!r}; accepted: {', '.join(CHART_TYPES)}")
@@ -289,11 +279,15 @@ def draw_chart(
     handles: list[Any] = []  # lines and bar containers
     kinds: list[str] = []
     for axes, (unit, members) in zip(all_axes, grouped, strict=True):
-        drawn, drawn_kinds = _draw_panel(axes, members, len(handles), chart, categorical, slot)
+        limits = y_limits(members, chart, log=log_y) if members else (0.0, 1.0)
+        if log_y:
+            axes.set_yscale("log")
+        drawn, drawn_kinds = _draw_panel(axes, members, len(handles), chart, categorical, slot,
+                                         limits)
         handles += drawn
         kinds += [k for k in drawn_kinds if k not in kinds]
         if members:
-            axes.set_ylim(*y_limits(members, chart))
+            axes.set_ylim(*limits)
         axes.set_axisbelow(True)  # grid lines behind bars, not across them
         axes.grid(True, axis="y" if chart == "bar" else "both", alpha=0.3)
         axes.set_ylabel(axis_label(ylabel, unit))
@@ -355,6 +349,7 @@ def render_chart(
     ylabel: str | None = None,
     fmt: str = "png",
     problems: list[str] | None = None,
+    log_y: bool = False,
 ) -> bytes:
     """Draw ``series`` (see :func:`draw_chart`) and return the bytes of a ``fmt`` file
     (png, svg or pdf). What :func:`~dlbench.report.charts.checks.chart_problems` finds
@@ -369,7 +364,8 @@ def render_chart(
     # passed on as problems, once each, or re-issued escaped.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        drawn = draw_chart(series, chart=chart, title=title, xlabel=xlabel, ylabel=ylabel)
+        drawn = draw_chart(series, chart=chart, title=title, xlabel=xlabel, ylabel=ylabel,
+                           log_y=log_y)
         found = chart_problems(drawn, layout=False)  # draw_chart has just laid it out
         data = save_chart(drawn, fmt, found)
     said = list(dict.fromkeys(safe_text(str(w.message)) for w in caught))

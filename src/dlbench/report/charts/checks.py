@@ -5,7 +5,9 @@ matplotlib's renderer and returns one line per problem found:
 
 - a y axis whose label does not name the unit of its series (or a panel whose series
   are in different units);
-- a point (marker, bar top, error bar) on or past the edge of its axes;
+- a point (marker, bar top, error bar) on or past the edge of its axes (an error bar
+  cut at the edge, with its arrowhead, is drawn inside: see
+  :mod:`~dlbench.report.charts.errorbars`);
 - a legend that does not lie inside the figure;
 - categorical x values joined by a line.
 
@@ -65,11 +67,17 @@ def _points_outside(data: Any, transform: Any, box: Bbox,
             yield x, y, edge
 
 
+#: Marks drawn on purpose at or near an edge: an error bar's caps (its ends are checked
+#: as error bars, :func:`_clipped_error_bars`, with no room needed) and the arrowheads
+#: of a bar cut at the edge.
+_EDGE_MARKS = ("error-cap", "clip-mark")
+
+
 def _clipped_markers(axes: Axes, box: Bbox, dpi: float) -> list[str]:
     problems = []
     for line in axes.get_lines():
         marker = line.get_marker()
-        if marker in (None, "", "None", "none", " "):
+        if marker in (None, "", "None", "none", " ") or line.get_gid() in _EDGE_MARKS:
             continue
         radius = float(line.get_markersize()) * dpi / 72.0 / 2.0
         data = np.asarray(line.get_xydata(), dtype=float)

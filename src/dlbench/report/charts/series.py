@@ -46,8 +46,8 @@ _SEPARATE = ("exp.model", *SEPARATE_BY)
 #: Results counted per second in ``results.throughput_unit`` (samples, tokens, steps).
 _RATE_KEYS = ("results.throughput", "results.throughput_batch_mean")
 
-#: Results proportional to samples per second: their 95 % CI is the transform of the
-#: CI of the mean batch time, ``results.ci95_rel``.
+#: Results proportional to samples per second: their 95 % CI is that of the mean batch
+#: time, carried through (:func:`ci95_bounds`).
 _INVERSE_TIME_KEYS = ("results.throughput", "results.tflops")
 
 
@@ -99,20 +99,40 @@ def unit_of(record: Mapping[str, Any], key: str) -> str:
     return declared.unit if declared is not None else ""
 
 
+def ci95_bounds(record: Mapping[str, Any], key: str, value: float
+                ) -> tuple[float, float] | None:
+    """The record's 95 % CI of ``key`` around ``value`` as (low, high), or None where it
+    has none: for the mean batch time and what is inversely proportional to it (a
+    throughput, TFLOP/s), from the relative half-width of the time's CI
+    (``results.ci95_rel``, else ``results.ci95 / results.time``), taken on the log
+    scale: ``value · e^(∓rel)``.
+
+    The one rule for every chart and page. On the log scale the interval respects the
+    sign of a time or a rate: it never reaches 0, however wide (a busy machine gives
+    ``rel`` above 1, where ``value ± rel·value`` would go below 0 and ``c / (t ± h)``
+    has no upper end); for a small ``rel`` it is ``value ± rel·value`` to first order.
+
+    >>> ci95_bounds({"results.ci95_rel": 0.1}, "results.throughput", 100.0)
+    (90.48374180359595, 110.51709180756477)
+    >>> low, high = ci95_bounds({"results.ci95_rel": 1.03}, "results.throughput", 10.0)
+    >>> round(low, 3), round(high, 3)  # wider than the mean, and above 0
+    (3.57, 28.011)
+    """
+    if key not in ("results.time", *_INVERSE_TIME_KEYS) or not value > 0:
+        return None
+    rel = record.get("results.ci95_rel")
+    if not _is_number(rel):
+        half, time = record.get("results.ci95"), record.get("results.time")
+        rel = half / time if _is_number(half) and _is_number(time) and time > 0 else None
+    if rel is None or not 0 < rel < math.inf:
+        return None
+    return value * math.exp(-rel), value * math.exp(rel)
+
+
 def _interval(record: Mapping[str, Any], key: str, value: float) -> tuple[float, float] | None:
-    """The record's 95 % CI of ``key`` as distances below and above ``value``, when the
-    record has one: ``results.ci95`` for the mean batch time; for a throughput (items
-    per second, inversely proportional to the time) the same interval carried through
-    ``c / t``, which makes it asymmetric."""
-    if key == "results.time":
-        half = record.get("results.ci95")
-        return (float(half), float(half)) if _is_number(half) and 0 < half < math.inf else None
-    if key in _INVERSE_TIME_KEYS:
-        rel = record.get("results.ci95_rel")
-        if not _is_number(rel) or not 0 < rel < 1:
-            return None
-        return (value - value / (1 + rel), value / (1 - rel) - value)
-    return None
+    """:func:`ci95_bounds` as distances below and above ``value``."""
+    bounds = ci95_bounds(record, key, value)
+    return None if bounds is None else (value - bounds[0], bounds[1] - value)
 
 
 def _query_label(query: Mapping[str, Any]) -> str:

@@ -79,7 +79,8 @@ class Scale:
 class LegendEntry:
     """One entry of a legend: its ``label``, and the symbol drawn before it in
     ``colour``: ``line`` (a line through a dot), ``dash``, ``dot`` (a dotted line),
-    ``solid`` (a plain line), ``marker``, ``hollow`` (an open circle) or ``star``."""
+    ``solid`` (a plain line), ``marker``, ``hollow`` (an open circle), ``star`` or
+    ``clip`` (the arrowhead of an error bar cut at the edge)."""
 
     label: str
     colour: str
@@ -170,11 +171,28 @@ def hline(y: float, left: float, right: float, colour: str, *, dash: str = "",
     return polyline([(left, y), (right, y)], colour, dash=dash, width=1.2, css_class=css_class)
 
 
-def error_bar(x: float, low: float, high: float, colour: str, *, dash: str = "") -> str:
-    """A vertical error bar at pixel ``x`` from pixel ``low`` to ``high``, capped."""
+def error_bar(x: float, low: float, high: float, colour: str, *, dash: str = "",
+              clipped_low: bool = False, clipped_high: bool = False) -> str:
+    """A vertical error bar at pixel ``x`` from pixel ``low`` to ``high``: a cap at
+    each end, or, at an end cut at the edge of the axes (``clipped_low``,
+    ``clipped_high``), an arrowhead pointing on (a ``<path class="clip-mark">``)."""
     stroke = _stroke(colour, dash, 1.0)
-    return (f'<path class="err" d="M{x:.2f},{low:.2f}V{high:.2f}M{x - 3:.2f},{low:.2f}'
-            f'H{x + 3:.2f}M{x - 3:.2f},{high:.2f}H{x + 3:.2f}" fill="none" {stroke}/>')
+    caps = "".join(f"M{x - 3:.2f},{end:.2f}H{x + 3:.2f}"
+                   for end, cut in ((low, clipped_low), (high, clipped_high)) if not cut)
+    bar = (f'<path class="err" d="M{x:.2f},{low:.2f}V{high:.2f}{caps}" fill="none" '
+           f"{stroke}/>")
+    # Pixels grow downwards: the bar's low end points down (+), its high end up (-).
+    marks = [clip_mark(x, end, 1.0 if end == low else -1.0, colour)
+             for end, cut in ((low, clipped_low), (high, clipped_high)) if cut]
+    return bar + "".join(marks)
+
+
+def clip_mark(x: float, y: float, direction: float, colour: str) -> str:
+    """An arrowhead with its tip at pixel (``x``, ``y``), pointing down for a
+    ``direction`` of 1 and up for -1: where an error bar leaves the axes."""
+    base = y - 6.0 * direction
+    return (f'<path class="clip-mark" d="M{x:.2f},{y:.2f}L{x - 4:.2f},{base:.2f}'
+            f'H{x + 4:.2f}Z" fill="{escape(colour)}"/>')
 
 
 def _star(x: float, y: float, radius: float) -> str:
@@ -205,6 +223,8 @@ def marker(x: float, y: float, colour: str, *, shape: str = "circle", hollow: bo
 
 def _symbol(entry: LegendEntry, x: float, y: float) -> str:
     """The symbol of a legend entry, 24 pixels wide, centred on pixel row ``y``."""
+    if entry.symbol == "clip":
+        return clip_mark(x + 12, y - 3, -1.0, entry.colour)
     if entry.symbol in ("marker", "hollow", "star"):
         shape = "star" if entry.symbol == "star" else "circle"
         return marker(x + 12, y, entry.colour, shape=shape, hollow=entry.symbol == "hollow",

@@ -20,6 +20,18 @@ batches are autocorrelated (clocks, caches, the allocator), so the
 effective sample size is smaller than the number of batches and the p-values are
 optimistic; the threshold is what keeps that from flagging noise.
 
+A direction is only as good as its inputs: a change that would be "faster" or
+"slower" is **inconclusive** instead when a side has too few values to test (no
+p-value), or when a record of either side was judged unstable by the worker
+(``results.stable`` false) for a bias: contention from other processes, throttled
+clocks, visible warm-up, processes that disagree, too few batches
+(:mod:`dlbench.results.noise` reads that verdict, never re-decides it). A t-test
+sees the spread within each side, not contention that differed between the two
+runs, which can move a mean many times over. A record unstable only for its spread
+(a coefficient of variation above ``exp.cv_threshold``) keeps the direction: that
+spread is the variance the test already weighs. Each row carries both sides' flags,
+whatever its verdict, and, when inconclusive, why.
+
 Where a configuration was profiled on both sides (``results.profile.top_ops``), its
 row also carries its operators' self time per step in A and B, matched by name
 (:func:`dlbench.report.operators.compare_operators`); they get no verdict.
@@ -48,11 +60,14 @@ from dlbench.report.aggregate import ENVIRONMENT_KEYS
 from dlbench.report.compare.paired import is_batch_time_statistic, paired_ratio, paired_values
 from dlbench.report.operators import OperatorChange, compare_operators, operator_bases
 from dlbench.results.keys.lookup import higher_is_better as declared_higher_is_better
+from dlbench.results.noise import Noise, record_noise
 from dlbench.results.values import is_number as _is_number
 
 #: Significance level of the test behind a verdict.
 ALPHA = 0.05
-VERDICTS = ("faster", "slower", "unchanged")
+VERDICTS = ("faster", "slower", "unchanged", "inconclusive")
+#: Fewest values a side needs for a test.
+MIN_VALUES = 2
 _THRESHOLD_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
 
 
@@ -64,6 +79,8 @@ class ConfigComparison:
     ``b / a``; ``p_value`` is None when a side has fewer than two values to test.
     ``operators``: when both sides were profiled, each operator's self time per step
     in A and B (:func:`dlbench.report.operators.compare_operators`), else None.
+    ``noise_a`` and ``noise_b``: the sides' stability flags (:mod:`dlbench.results.noise`);
+    ``why``: why the verdict is ``inconclusive``, empty otherwise.
     """
 
     config: dict[str, Any]
@@ -75,6 +92,17 @@ class ConfigComparison:
     n_a: int
     n_b: int
     operators: list[OperatorChange] | None = None
+    noise_a: Noise = field(default_factory=lambda: record_noise([]))
+    noise_b: Noise = field(default_factory=lambda: record_noise([]))
+    why: list[str] = field(default_factory=list)
+
+    def flags(self) -> str:
+        """Both sides' flags for a table cell: ``A: contention; B: unstable 1/2``,
+        ``-`` when neither side is flagged."""
+        parts = [f"{side}: {', '.join(noise.flags())}"
+                 for side, noise in (("A", self.noise_a), ("B", self.noise_b))
+                 if noise.flagged]
+        return "; ".join(parts) or "-"
 
     @property
     def change_pct(self) -> float:
@@ -107,8 +135,17 @@ class Comparison:
         return math.exp(statistics.fmean(math.log(row.ratio) for row in self.rows))
 
     def has_regression(self) -> bool:
-        """Whether some configuration is significantly slower beyond the threshold."""
+        """Whether some configuration is conclusively slower: significantly, beyond the
+        threshold, on inputs that support a direction."""
         return any(row.verdict == "slower" for row in self.rows)
+
+    def has_inconclusive(self) -> bool:
+        """Whether some configuration's change could not be given a direction."""
+        return any(row.verdict == "inconclusive" for row in self.rows)
+
+    def flagged(self) -> bool:
+        """Whether some row has a side flagged unstable."""
+        return any(row.noise_a.flagged or row.noise_b.flagged for row in self.rows)
 
 
 def parse_threshold(text: str) -> float:
@@ -182,16 +219,36 @@ def welch_p_value(a: Sequence[float], b: Sequence[float]) -> float | None:
     return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
-def verdict(ratio: float, p_value: float | None, threshold: float, higher_better: bool) -> str:
-    """``faster``, ``slower`` or ``unchanged`` for a ratio B/A.
+def verdict(ratio: float, p_value: float | None, threshold: float, higher_better: bool,
+            doubts: Sequence[str] = ()) -> str:
+    """``faster``, ``slower``, ``unchanged`` or ``inconclusive`` for a ratio B/A.
 
     A change counts when ``|ratio - 1| > threshold`` and, where a p-value exists,
-    ``p < ALPHA``. Without one (too few values to test) the threshold alone decides.
+    ``p < ALPHA``. Such a change is ``inconclusive`` when there is no p-value (too
+    few values to test) or ``doubts`` (:func:`doubts_of`) says why its inputs cannot
+    support a direction; ``unchanged`` stays ``unchanged``.
     """
     significant = p_value is None or p_value < ALPHA
     if not significant or abs(ratio - 1.0) <= threshold:
         return "unchanged"
+    if p_value is None or doubts:
+        return "inconclusive"
     return "faster" if (ratio > 1.0) == higher_better else "slower"
+
+
+def doubts_of(noise_a: Noise, noise_b: Noise, values: tuple[int, int] | None = None
+              ) -> list[str]:
+    """Why a change between two sides cannot be given a direction: a side's records
+    unstable for a bias (:attr:`~dlbench.results.noise.Noise.biased`), and, with
+    ``values`` (how many values each side has to test), too few of them."""
+    doubts = []
+    if values is not None and min(values) < MIN_VALUES:
+        doubts.append(f"too few values to test (A {values[0]}, B {values[1]}; "
+                      f"{MIN_VALUES} a side needed)")
+    for side, noise in (("A", noise_a), ("B", noise_b)):
+        if noise.biased:
+            doubts.append(f"{side}: {noise.describe()}")
+    return doubts
 
 
 def _environment_warning(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> str:
@@ -296,14 +353,20 @@ def compare_records(
         ratio = mean_b / mean_a
         pairs = paired_values(side_a, side_b, metric)
         if pairs is None:
-            p = welch_p_value(_samples(side_a, metric), _samples(side_b, metric))
+            samples = _samples(side_a, metric), _samples(side_b, metric)
+            p = welch_p_value(*samples)
         else:  # interleaved processes, compared pair by pair (report.compare.paired)
+            samples = pairs
             ratio, p = paired_ratio(*pairs)
             paired += 1
+        noise_a, noise_b = record_noise(side_a), record_noise(side_b)
+        doubts = doubts_of(noise_a, noise_b, (len(samples[0]), len(samples[1])))
+        decided = verdict(ratio, p, threshold, higher, doubts)
         rows.append(ConfigComparison(
             config=label(side_a[0]), a=mean_a, b=mean_b, ratio=ratio, p_value=p,
-            verdict=verdict(ratio, p, threshold, higher),
-            n_a=len(side_a), n_b=len(side_b), operators=compare_operators(side_a, side_b)))
+            verdict=decided, n_a=len(side_a), n_b=len(side_b),
+            operators=compare_operators(side_a, side_b), noise_a=noise_a, noise_b=noise_b,
+            why=doubts if decided == "inconclusive" else []))
     if not rows:
         raise ResultsError(_nothing_in_common(a_ok, b_ok, key_names, list(differing)))
     environment = _environment_warning(a_ok, b_ok)
@@ -312,7 +375,8 @@ def compare_records(
         notes.append(f"{paired} configuration(s) ran interleaved: ratio and p-value from "
                      "the processes pair by pair (median batch time of each)")
     if any(row.p_value is None for row in rows):
-        notes.append("p-value '-': too few values to test; the threshold alone decided")
+        notes.append("p-value '-': too few values to test; a change beyond the threshold "
+                     "is inconclusive")
     if any(row.operators for row in rows):
         bases_a, bases_b = operator_bases(a_ok), operator_bases(b_ok)
         if bases_a != bases_b:

@@ -1,6 +1,7 @@
 """The A/B comparison as text, markdown, csv or JSON: the table of configurations with
-their ratio, p-value and verdict, a header saying how verdicts are reached, and a
-summary (counts, geometric mean, configurations on one side only). Where both sides
+their ratio, p-value and verdict (and, where a side was judged unstable, its flags
+beside the verdict), a header saying how verdicts are reached, and a summary (counts,
+why each inconclusive verdict is, geometric mean, configurations on one side only). Where both sides
 were profiled, text, markdown and JSON add each configuration's operators with their
 self time per step in A and B and the change (``aten::mm +18.0%``); csv stays the one
 table of configurations.
@@ -51,7 +52,9 @@ def _header(c: Comparison) -> list[str]:
     better = "higher" if c.higher_is_better else "lower"
     lines = [
         f"{c.metric} ({better} is better): ratio = B / A; a change counts when p < {ALPHA} "
-        f"(Welch's t-test on per-batch values) and |change| > {c.threshold * 100:g}%"
+        f"(Welch's t-test on per-batch values) and |change| > {c.threshold * 100:g}%; "
+        "it is inconclusive when a side has too few values to test or a record unstable "
+        "for more than its spread (results.unstable_reasons)"
     ]
     if c.differing:
         lines.append("A and B differ in: " + "; ".join(
@@ -64,8 +67,9 @@ def _summary(c: Comparison) -> list[str]:
     counts = c.counts()
     geo = c.geometric_mean()
     lines = [
-        f"faster: {counts['faster']}, slower: {counts['slower']}, "
-        f"unchanged: {counts['unchanged']}",
+        ", ".join(f"{name}: {count}" for name, count in counts.items()),
+        *(f"inconclusive: {_config_text(row.config)}: {'; '.join(row.why)}"
+          for row in c.rows if row.why),
         f"geometric mean of ratios: {geo:.4f} ({(geo - 1) * 100:+.2f}%)",
     ]
     for side, configs in (("A", c.only_a), ("B", c.only_b)):
@@ -85,6 +89,9 @@ def _as_json(c: Comparison) -> dict[str, Any]:
             {**row.config, "A": row.a, "B": row.b, "ratio": row.ratio,
              "change_pct": row.change_pct, "p_value": row.p_value, "verdict": row.verdict,
              "records_A": row.n_a, "records_B": row.n_b,
+             "flags_A": row.noise_a.flags(), "flags_B": row.noise_b.flags(),
+             "unstable_reasons_A": list(row.noise_a.reasons),
+             "unstable_reasons_B": list(row.noise_b.reasons), "why_inconclusive": row.why,
              **({"operators": [_operator_json(op) for op in row.operators]}
                 if row.operators else {})}
             for row in c.rows
@@ -102,18 +109,25 @@ def format_comparison(c: Comparison, fmt: str = "text") -> list[str]:
         raise ValueError(f"unknown format {fmt!r}; accepted: {', '.join(FORMATS)}")
     if fmt == "json":
         return json.dumps(_as_json(c), indent=2).splitlines()
-    headers = [*c.columns, "A", "B", "ratio", "change %", "p-value", "verdict"]
     if fmt == "csv":
         raw = [[*(_csv_text(row.config[n]) for n in c.columns), row.a, row.b, row.ratio,
-                row.change_pct, row.p_value, row.verdict] for row in c.rows]
-        return csv_lines([[*c.columns, "A", "B", "ratio", "change_pct", "p_value", "verdict"],
-                          *raw])
+                row.change_pct, row.p_value, row.verdict,
+                "" if row.flags() == "-" else row.flags(), "; ".join(row.why)]
+               for row in c.rows]
+        return csv_lines([[*c.columns, "A", "B", "ratio", "change_pct", "p_value", "verdict",
+                           "flags", "why_inconclusive"], *raw])
+    # The flags stand beside the verdict they qualify; a column only when some side
+    # has one, so that a clean comparison reads as it always has.
+    flags = ["flags"] if c.flagged() else []
+    headers = [*c.columns, "A", "B", "ratio", "change %", "p-value", *flags, "verdict"]
     cells = [[*(value_text(row.config[n]) for n in c.columns), _number(row.a), _number(row.b),
-              f"{row.ratio:.4f}", f"{row.change_pct:+.2f}", _p_text(row.p_value), row.verdict]
+              f"{row.ratio:.4f}", f"{row.change_pct:+.2f}", _p_text(row.p_value),
+              *([row.flags()] if flags else []), row.verdict]
              for row in c.rows]
     # Labels left-aligned; numbers read better right-aligned. The markdown rule has
     # always marked no column right-aligned: kept, so that its output stays the same.
-    right = [False] * len(c.columns) + [True] * (len(headers) - len(c.columns) - 1) + [False]
+    right = ([False] * len(c.columns) + [True] * (len(headers) - len(c.columns) - 1 - len(flags))
+             + [False] * (1 + len(flags)))
     table = aligned_lines([one_line(h) for h in headers],
                           [[one_line(cell) for cell in line] for line in cells],
                           right, markdown=fmt == "markdown", mark_right=False)

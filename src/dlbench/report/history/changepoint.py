@@ -50,6 +50,13 @@ DEFAULT_MIN_SIZE = 4
 _Array = npt.NDArray[np.float64]
 
 
+def fewest_values(min_size: int = DEFAULT_MIN_SIZE) -> int:
+    """The shortest series in which a change can be found: a segment of ``min_size``
+    values on each side of it. A shorter series has no change point whatever its
+    values: its verdict is not "no change" but "too few runs to tell"."""
+    return 2 * min_size
+
+
 @dataclass(frozen=True)
 class ChangePoint:
     """A change between ``index - 1`` and ``index`` of the series.
@@ -87,7 +94,7 @@ def _best_split(distances: _Array, min_size: int) -> tuple[int, float]:
     largest divergence, and that divergence; ``(-1, -inf)`` when the segment is too
     short to split into two of ``min_size``."""
     n = distances.shape[0]
-    if n < 2 * min_size:
+    if n < fewest_values(min_size):
         return -1, -math.inf
     prefix = _prefix_sums(distances)
     tau = np.arange(min_size, n - min_size + 1)
@@ -142,7 +149,7 @@ def _permutation_p_value(
     blocks = [
         distances[start:end, start:end]
         for start, end in itertools.pairwise(bounds)
-        if end - start >= 2 * min_size
+        if end - start >= fewest_values(min_size)
     ]
     for done in range(1, permutations + 1):
         stat = -math.inf

@@ -24,6 +24,18 @@ memory, energy) by at least ``threshold``; it is **new** when it falls in the ne
 ``window`` values of its series. ``dlbench history check`` fails on a new regression.
 A regression is found at the earliest ``min_size`` values after it (the detector's
 smallest segment), and stays new for ``window - min_size`` more runs.
+
+Some series cannot support a verdict, and say so instead of "no change": a series
+shorter than the detector needs (:func:`~dlbench.report.history.changepoint.fewest_values`,
+``2 × min_size`` runs) is **inconclusive**, however large its steps; and a regression
+is inconclusive when at least half of the ``min_size`` runs on either side of it were
+judged unstable by the worker for a bias (``results.stable`` false for contention,
+throttled clocks, warm-up, ...: :attr:`dlbench.results.noise.Noise.biased`), since
+then the step may be the machine's rather than the code's. A run unstable only for
+its spread is what the detector's permutation test weighs, and a run imported
+without its reasons counts as stable for this.
+:meth:`HistoryAnalysis.regressions` leaves inconclusive regressions out;
+:meth:`HistoryAnalysis.inconclusive` lists them with the short series.
 """
 
 from __future__ import annotations
@@ -40,9 +52,11 @@ from dlbench.report.history.changepoint import (
     DEFAULT_PERMUTATIONS,
     ChangePoint,
     detect_change_points,
+    fewest_values,
 )
 from dlbench.results.history.records import CORE_PARAMS, HistoryRow
 from dlbench.results.keys.lookup import higher_is_better as declared_higher_is_better
+from dlbench.results.noise import join_reasons, record_noise
 from dlbench.results.values import is_number
 
 #: Records on each side of a change whose environments are compared.
@@ -87,26 +101,12 @@ def config_label(config: Mapping[str, Any]) -> str:
     return " ".join(words)
 
 
-def metric_ci(results: Mapping[str, Any], metric: str) -> float | None:
-    """Half-width of the 95 % confidence interval of ``metric`` in its own unit, where
-    the record has one: ``results.ci95`` for ``results.time``, and the same relative
-    width (``results.ci95_rel``) for ``results.throughput``, its inverse."""
-    if metric == "results.time" and is_number(results.get("results.ci95")):
-        return float(results["results.ci95"])
-    rel = results.get("results.ci95_rel")
-    value = results.get(metric)
-    if metric == "results.throughput" and is_number(rel) and is_number(value):
-        return float(rel) * float(value)
-    return None
-
-
 @dataclass(frozen=True)
 class Point:
     """One value of a series, with its record."""
 
     row: HistoryRow
     value: float
-    ci: float | None
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,12 @@ class Change:
     environment: dict[str, EnvChange]  # keys stable on both sides of a run near it
     regression: bool
     new: bool
+    doubts: tuple[str, ...] = ()  # why the change cannot be trusted (unstable runs near it)
+
+    @property
+    def inconclusive(self) -> bool:
+        """Whether the change is a regression whose runs cannot support it."""
+        return self.regression and bool(self.doubts)
 
     @property
     def index(self) -> int:
@@ -143,6 +149,7 @@ class HistorySeries:
     points: list[Point]
     changes: list[Change] = field(default_factory=list)
     skipped: int = 0  # earlier values left out by ``last``
+    too_few: str = ""  # why the series is too short to judge, empty when it is not
 
     @property
     def label(self) -> str:
@@ -160,11 +167,23 @@ class HistoryAnalysis:
     threshold: float
     p_threshold: float
     series: list[HistorySeries]
+    min_size: int = DEFAULT_MIN_SIZE
 
     def regressions(self, *, new_only: bool = True) -> list[tuple[HistorySeries, Change]]:
-        """The (new, unless ``new_only`` is false) regressions, series by series."""
+        """The conclusive (new, unless ``new_only`` is false) regressions, series by
+        series."""
         return [(s, c) for s in self.series for c in s.changes
-                if c.regression and (c.new or not new_only)]
+                if c.regression and not c.inconclusive and (c.new or not new_only)]
+
+    def inconclusive(self, *, new_only: bool = True) -> list[tuple[HistorySeries, str]]:
+        """Each verdict that could not be reached, with why: the series too short to
+        judge, and the (new, unless ``new_only`` is false) regressions whose runs
+        were unstable."""
+        found = [(s, s.too_few) for s in self.series if s.too_few]
+        found += [(s, f"run #{c.index + s.skipped + 1}: " + "; ".join(c.doubts))
+                  for s in self.series for c in s.changes
+                  if c.inconclusive and (c.new or not new_only)]
+        return found
 
 
 def _environment_of(row: HistoryRow) -> dict[str, str]:
@@ -217,12 +236,30 @@ def build_series(rows: Sequence[HistoryRow], metric: str, last: int = 0) -> list
         if row.status not in ("ok", None) or not is_number(value) or not math.isfinite(value):
             continue
         series = grouped.setdefault(row.config_key, HistorySeries(row.config_key, row.config, []))
-        series.points.append(Point(row, float(value), metric_ci(row.results, metric)))
+        series.points.append(Point(row, float(value)))
     if last > 0:
         for series in grouped.values():
             series.skipped = max(0, len(series.points) - last)
             series.points = series.points[series.skipped:]
     return list(grouped.values())
+
+
+def _doubts(series: HistorySeries, index: int, min_size: int) -> tuple[str, ...]:
+    """Why a change at ``index`` cannot be trusted: a side of it (its ``min_size``
+    nearest runs) where at least half the runs are unstable for a bias."""
+    doubts = []
+    sides = (("before", series.points[max(0, index - min_size):index]),
+             ("after", series.points[index:index + min_size]))
+    for side, points in sides:
+        # A run imported without its reasons cannot tell a bias from a spread.
+        biased = [record_noise([p.row.results] if isinstance(
+            p.row.results.get("results.unstable_reasons"), list) else []) for p in points]
+        count = sum(noise.biased for noise in biased)
+        if points and 2 * count >= len(points):
+            reasons = [r for noise in biased if noise.biased for r in noise.reasons]
+            doubts.append(f"{count} of the {len(points)} runs {side} it unstable: "
+                          f"{join_reasons(list(dict.fromkeys(reasons)))}")
+    return tuple(doubts)
 
 
 def analyse_history(
@@ -244,8 +281,13 @@ def analyse_history(
     ``higher_is_better`` where given; a key that declares none raises ``MetricError``."""
     higher = declared_higher_is_better(metric, higher_is_better)
     all_series = build_series(rows, metric, last)
+    fewest = fewest_values(min_size)
     for series in all_series:
         values = [p.value for p in series.points]
+        if len(values) < fewest:
+            series.too_few = (f"{len(values)} run{'s' if len(values) != 1 else ''}; the "
+                              f"change-point detector needs at least {fewest} "
+                              f"(2 x --min-size {min_size}) to tell a change")
         found = detect_change_points(values, p_threshold=p_threshold,
                                      permutations=permutations, min_size=min_size, seed=seed)
         bounds = [0, *(p.index for p in found), len(values)]
@@ -258,6 +300,8 @@ def analyse_history(
                 environment=_coinciding(rows_of, point.index, bounds[k - 1], bounds[k + 1]),
                 regression=worse and abs(point.change) >= threshold,
                 new=point.index >= len(values) - window,
+                doubts=_doubts(series, point.index, min_size),
             ))
     return HistoryAnalysis(metric=metric, higher_is_better=higher, window=window,
-                           threshold=threshold, p_threshold=p_threshold, series=all_series)
+                           threshold=threshold, p_threshold=p_threshold, series=all_series,
+                           min_size=min_size)

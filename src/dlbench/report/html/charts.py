@@ -23,13 +23,18 @@ from typing import Any
 from dlbench.report.cells import Table
 from dlbench.report.charts.axes import axis_label, nice_step, tick_values
 from dlbench.report.charts.charts import (
-    CI_LABEL,
-    SD_LABEL,
-    error_kinds,
     series_in_legend,
     unit_panels,
     x_categories,
     x_limits,
+)
+from dlbench.report.charts.errorbars import (
+    CI_LABEL,
+    CLIP_LABEL,
+    ErrorBar,
+    error_bars,
+    error_kinds,
+    legend_kinds,
     y_limits,
 )
 from dlbench.report.charts.series import ChartSeries, build_series, key_text, value_text
@@ -149,8 +154,9 @@ def series_chart_svg(series: Sequence[ChartSeries], *, xlabel: str, ylabel: str,
     """``series`` as an SVG line chart, laid out as ``dlbench plot`` lays out its line
     chart: a panel (y axis, labelled :func:`axis_label` of ``ylabel`` and the unit) per
     unit; numeric x on a numeric axis, anything else in evenly spaced slots where the
-    points are not joined; ±1 sd error bars solid, a single run's 95 % CI dashed; the
-    legend under the axes, inside the image. Each point has a tooltip with its value
+    points are not joined; ±1 sd error bars solid, a single run's 95 % CI dashed, each
+    cut with an arrowhead where it leaves the axes; the legend under the axes, inside
+    the image. Each point has a tooltip with its value
     and the number of runs; a point drawn outside its axes is appended to ``problems``.
     """
     axis = _x_axis(series)
@@ -181,8 +187,9 @@ def series_chart_svg(series: Sequence[ChartSeries], *, xlabel: str, ylabel: str,
             group = [f'<g class="series" data-label="{escape(s.label)}">']
             if not categorical and len(points) > 1:
                 group.append(polyline(points, colour))
+            bars = error_bars(s, (low, high))
             for i, (px, py) in enumerate(points):
-                group += _error_bars(s, i, px, y, colour)
+                group += _error_bars([b for b in bars if b.index == i], px, y, colour)
                 runs = s.n[i] if s.n is not None else 1
                 tip = (f"{s.label}: {value_text(s.x[i])} → {s.y[i]:,.6g}"
                        f"{' ' + unit if unit else ''} ({runs} run(s))")
@@ -194,13 +201,13 @@ def series_chart_svg(series: Sequence[ChartSeries], *, xlabel: str, ylabel: str,
             parts += [*group, "</g>"]
             legend_entries.append(LegendEntry(s.label, colour,
                                               "marker" if categorical else "line"))
-            kinds += [k for k in error_kinds(s) if k not in kinds]
+            kinds += [k for k in error_kinds(s, (low, high)) if k not in kinds]
         colour_number += count
         top += _PANEL + _GAP
     parts.append(x_title(x, bottom + 36, xlabel))
     entries = legend_entries if series_in_legend(series, ylabel) else []
-    entries += [LegendEntry(k, "#000000", "dash" if k == CI_LABEL else "solid")
-                for k in (SD_LABEL, CI_LABEL) if k in kinds]
+    symbols = {CI_LABEL: "dash", CLIP_LABEL: "clip"}
+    entries += [LegendEntry(k, "#000000", symbols.get(k, "solid")) for k in legend_kinds(kinds)]
     drawn, height = legend(entries, left=_LEFT, top=bottom + 52, width=right - _LEFT)
     parts += drawn
     size = bottom + 52 + height + 8
@@ -208,16 +215,12 @@ def series_chart_svg(series: Sequence[ChartSeries], *, xlabel: str, ylabel: str,
                         label=f"{ylabel} against {xlabel}, {len(series)} series")
 
 
-def _error_bars(s: ChartSeries, i: int, px: float, y: Scale, colour: str) -> list[str]:
-    """Point ``i``'s error bars: ±1 sd of its runs (solid), or its run's 95 % CI (dashed)."""
-    bars = []
-    if s.err is not None and s.err[i] > 0:
-        bars.append(error_bar(px, y(s.y[i] - s.err[i]), y(s.y[i] + s.err[i]), colour))
-    interval = s.ci[i] if s.ci is not None else None
-    if interval is not None:
-        bars.append(error_bar(px, y(s.y[i] - interval[0]), y(s.y[i] + interval[1]), colour,
-                              dash=DASHED))
-    return bars
+def _error_bars(bars: Sequence[ErrorBar], px: float, y: Scale, colour: str) -> list[str]:
+    """A point's error bars: ±1 sd of its runs (solid), its run's 95 % CI (dashed),
+    each cut at the axes with an arrowhead where it leaves them."""
+    return [error_bar(px, y(bar.low), y(bar.high), colour, dash=DASHED if bar.dashed else "",
+                      clipped_low=bar.clipped_low, clipped_high=bar.clipped_high)
+            for bar in bars]
 
 
 def report_charts(records: Sequence[Mapping[str, Any]]) -> list[ReportChart]:

@@ -20,6 +20,14 @@ r = missing_penalty, ``score = exp(sum(w * ln r) / sum(w))``, and Mila's ``train
 of each GPU report, from its batch times (avg, min, max and range, averaged over the
 reports).
 
+The overall verdict is **INCONCLUSIVE** instead of PASS or FAIL when every
+benchmark is present but some of the runs behind them were judged unstable by the
+worker for a bias (``results.stable`` false: contention from other processes,
+throttled clocks, visible warm-up; read through :mod:`dlbench.results.noise`): a
+result from such runs says more about the machine's neighbours than about the
+machine. A spread alone is Mila's own Deviation Quantile's to judge. A missing or
+failed benchmark is a FAIL whatever the others' runs were.
+
 The report (:class:`ScorecardReport`) also says, for a CI gate, whether the verdict
 passed and which benchmarks missed their target (missing, failed, or outside their
 tolerance): ``dlbench report --type scorecard --fail-on-miss`` exits 1 on those.
@@ -53,6 +61,7 @@ from dlbench.report.scorecard.verdicts import (
     mila_verdicts,
     run_statistics,
 )
+from dlbench.results.noise import Noise, record_noise
 from dlbench.results.query import filter_records
 
 
@@ -73,6 +82,7 @@ class BenchmarkResult:
     throughputs: tuple[float, ...] = ()  # each report's items/s (train_item avg)
     train_items: tuple[TrainItem, ...] = ()  # each report's with batch times
     why: str = ""
+    noise: Noise = field(default_factory=lambda: record_noise([]))  # of the runs used
 
     @property
     def figures(self) -> Figures:
@@ -92,12 +102,15 @@ class BenchmarkResult:
 
 @dataclass
 class ScorecardReport(Report):
-    """A scorecard: its tables, and what a CI gate needs: ``passed``, the overall
-    verdict (Mila's three), and ``missed``, each benchmark that missed its target
-    (``name: why``)."""
+    """A scorecard: its tables, and what a CI gate needs: ``passed``, whether the
+    overall verdict is not a conclusive FAIL (Mila's three verdicts passed, or the runs
+    cannot support a verdict); ``inconclusive``, why it is INCONCLUSIVE (each
+    benchmark with unstable runs), empty when it is PASS or FAIL; and ``missed``, each
+    benchmark that missed its target (``name: why``)."""
 
     passed: bool = False
     missed: list[str] = field(default_factory=list)
+    inconclusive: list[str] = field(default_factory=list)
 
 
 def missed_target(result: BenchmarkResult, tolerance: float) -> str | None:
@@ -165,7 +178,8 @@ def evaluate(
         throughputs, items = _throughputs(ok)
         results.append(BenchmarkResult(
             bench, metric, "ok", ratio if ratio > 0 else penalty, better, within,
-            len(ok), stats.runs, result, stats.sd, throughputs, items))
+            len(ok), stats.runs, result, stats.sd, throughputs, items,
+            noise=record_noise(ok)))
         spread = [k for k in [*SEPARATE_BY, *identity_candidates(ok, SEPARATE_BY)]
                   if len({json.dumps(r.get(k), sort_keys=True) for r in ok}) > 1]
         if spread:
@@ -304,7 +318,12 @@ def scorecard_report(
     reasons += [] if verdicts.stable else ["unstable"]
     if verdicts.performance is not None and not verdicts.performs:
         reasons.append(f"performance {verdicts.performance:+.2f}% below target")
-    verdict = "PASS" if verdicts.passed else f"FAIL ({', '.join(reasons)})"
+    doubts = [f"{r.benchmark.name}: {r.noise.describe()}" for r in results if r.noise.biased]
+    inconclusive = doubts if verdicts.bench_passes else []
+    if inconclusive:
+        verdict = f"INCONCLUSIVE ({' | '.join(inconclusive)})"
+    else:
+        verdict = "PASS" if verdicts.passed else f"FAIL ({', '.join(reasons)})"
     score = weighted_score(results)
     missed = [why for r in results
               if (why := missed_target(r, baseline.tolerance_of(r.benchmark))) is not None]
@@ -314,8 +333,9 @@ def scorecard_report(
                 _summary_table(verdicts, results, baseline)],
         warnings=warnings,
         summary=[f"Overall: {verdict}" + (f"; score {score:.4f}" if score is not None else "")],
-        passed=verdicts.passed,
+        passed=verdicts.passed or bool(inconclusive),
         missed=missed,
+        inconclusive=inconclusive,
     )
 
 

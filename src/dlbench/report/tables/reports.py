@@ -63,11 +63,12 @@ from dlbench.report.tables.grid import (
     time_title,
     with_time_note,
 )
+from dlbench.results.keys.lookup import lookup
 
 __all__ = ["REPORT_TYPES", "SEPARATE_TABLES", "TABLE_KINDS", "TIME", "Exploration",
            "StrongScaling", "WeakScaling", "build_table_report", "effective_batch",
-           "is_rate_variable", "is_time_variable", "replicas", "summary_lines", "time_title",
-           "unstable_text"]
+           "is_rate_variable", "is_time_variable", "replicas", "report_title", "summary_lines",
+           "time_title", "unstable_text"]
 
 #: What splits a report into groups of tables. Not the framework: comparing frameworks
 #: on one model is what DLBS was for, so they share a table, a row each.
@@ -273,6 +274,17 @@ class StrongScaling(_Scaling):
 TABLE_KINDS: dict[str, _TableKind] = {
     kind.name: kind for kind in (Exploration(), WeakScaling(), StrongScaling())}
 REPORT_TYPES = tuple(TABLE_KINDS)
+
+
+def report_title(kind_title: str, target: str) -> str:
+    """The title of a report of ``target`` for people: ``Exploration: Batch time, ms``
+    for a time statistic (:func:`time_title`), else the key with its declared unit
+    (``Weak scaling: results.throughput, samples/s``), from the key table."""
+    if is_time_variable(target):
+        return f"{kind_title}: {time_title(target)}"
+    declared = lookup(target)
+    unit = declared.unit if declared is not None else ""
+    return f"{kind_title}: {target}" + (f", {unit}" if unit else "")
 
 
 def unstable_text(named: Sequence[Mapping[str, Any]], count: int, total: int) -> str:

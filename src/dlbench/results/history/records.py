@@ -196,12 +196,23 @@ def _scalar_result(value: Any) -> bool:
     return isinstance(value, str) and len(value) <= MAX_TEXT_CHARS
 
 
+#: Lists a history keeps: why the worker did not trust a result, which ``history
+#: check`` reads to tell a run's bias from its spread (:mod:`dlbench.results.noise`).
+KEPT_LISTS = ("results.unstable_reasons",)
+
+
+def _kept_list(name: str, value: Any) -> bool:
+    return (name in KEPT_LISTS and isinstance(value, list)
+            and all(isinstance(v, str) and len(v) <= MAX_TEXT_CHARS for v in value))
+
+
 def scalar_results(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The record's ``results.*`` values that are one number, boolean or short text."""
+    """The record's ``results.*`` values that are one number, boolean or short text,
+    and the lists of :data:`KEPT_LISTS`."""
     return {
         name: value
         for name, value in sorted(record.items())
-        if name.startswith("results.") and _scalar_result(value)
+        if name.startswith("results.") and (_scalar_result(value) or _kept_list(name, value))
     }
 
 

@@ -27,11 +27,17 @@ of the scalars does not read the series' pages; ``keys`` gains ``single`` and
 columns of the keys queries name most (``exp.model``) and ``meta.writes``, the count
 of write transactions (which tells two connections reading at once that they read one
 state). Stores of formats 1 to 4 are converted when a writer opens them, in one
-transaction (:mod:`dlbench.results.store.legacy`); a reader (``create=False``) never
-writes: it opens the file read-only and reads an older format from a converted copy in
-memory (:mod:`dlbench.results.store.readonly`). Example:: with Store.in_directory("runs/sweep1")
-as store: store.put({"exp.id": "a1b2", "exp.status": "ok", "results.time": 41.7}) fast =
-store.records(where={"results.time": {"$lt": 50}}, series=False)
+transaction (:mod:`dlbench.results.store.legacy`), or by ``dlbench store upgrade PATH``
+(:mod:`dlbench.results.store.upgrade`), unless the store holds a trigger or a view
+dlbench did not make; a reader (``create=False``) never writes: it opens the file
+read-only (:mod:`dlbench.results.store.readonly`), reads format 4 as it is, and
+refuses formats 1 to 3 in one line naming ``dlbench store upgrade PATH``.
+
+Example::
+
+    with Store.in_directory("runs/sweep1") as store:
+        store.put({"exp.id": "a1b2", "exp.status": "ok", "results.time": 41.7})
+        fast = store.records(where={"results.time": {"$lt": 50}}, series=False)
 """
 
 from __future__ import annotations
@@ -47,9 +53,9 @@ from typing import Any
 from dlbench.errors import ResultsError
 from dlbench.results.store import legacy
 from dlbench.results.store.read import Reader, Survey
-from dlbench.results.store.readonly import copy_in_memory, open_for_reading
+from dlbench.results.store.readonly import open_for_reading
 from dlbench.results.store.where import register
-from dlbench.results.store.write import SCHEMA, Writer, count_write, make_view
+from dlbench.results.store.write import SCHEMA, Writer, count_write
 
 __all__ = ["FORMAT_VERSION", "STORE_FILENAME", "Store", "Survey"]
 
@@ -57,6 +63,10 @@ STORE_FILENAME = "results.sqlite"
 
 #: The newest store format this code reads and writes (see the module's history).
 FORMAT_VERSION = 5
+
+#: The oldest format a reader reads as it is: format 4 lacks only what speeds up
+#: reads and writes (the index, the count of writes), not what a read needs.
+READ_AS_IS = 4
 
 #: How long a writer waits for another process's transaction before giving up.
 _BUSY_TIMEOUT_S = 60.0
@@ -102,17 +112,15 @@ class Store:
     """An open results store (an SQLite file). Usable as a context manager.
 
     ``create=False`` opens it for reading only: a path that does not exist is refused
-    instead of made a store, nothing is written to the file or beside it, and a store
-    of an older format is read from a converted copy in memory, its file left as it is.
+    instead of made a store, nothing is written to the file or beside it, a store of
+    format 4 is read as it is (:data:`READ_AS_IS`), and an older one is refused in one
+    line naming ``dlbench store upgrade PATH``.
     """
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
         #: Opened for reading only (``create=False``): nothing is ever written.
         self.read_only = not create
-        #: The records are read from the file (not from a copy in memory), so other
-        #: connections may read parts of it at once.
-        self.in_file = True
         if self.read_only:
             self._db = open_for_reading(self.path, _BUSY_TIMEOUT_S)
         else:
@@ -146,7 +154,7 @@ class Store:
             self._db.close()
             raise
         register(self._db)
-        self._reader = Reader(self._db, self.path, in_file=self.in_file)
+        self._reader = Reader(self._db, self.path)
 
     @classmethod
     def in_directory(cls, run_dir: str | Path, *, create: bool = True) -> Store:
@@ -186,18 +194,16 @@ class Store:
                 f"results store {self.path} has format version {version}; this dlbench "
                 f"reads versions up to {FORMAT_VERSION}: upgrade dlbench"
             )
-        if version < FORMAT_VERSION:
-            if self.read_only:
-                # A reader never converts the file (an older dlbench could no longer
-                # read it, and a trigger planted in it would fire): it converts a copy
-                # in memory, without the file's triggers and views, and reads that.
-                file, self._db = self._db, copy_in_memory(self._db)
-                file.close()
-                self._writer = Writer(self._db)
-                self.in_file = False
+        if version < FORMAT_VERSION and not self.read_only:
             self._migrate()
-            if not self.in_file:
-                make_view(self._db)  # the copy's views were dropped: dlbench's made again
+        elif version < READ_AS_IS:
+            # A reader never converts the file (an older dlbench could no longer read
+            # it, and a trigger planted in it would run), nor a copy of it in memory
+            # (a store of millions of records would not fit).
+            raise ResultsError(
+                f"results store {self.path} has format version {version}, which this "
+                "dlbench reads once converted (a dlbench older than this cannot read it "
+                f"after): run dlbench store upgrade {self.path}")
 
     def _create_schema(self) -> None:
         # WAL is a property of the file, set once here. On file systems without
@@ -223,6 +229,7 @@ class Store:
                 version = self._version()
                 if version == FORMAT_VERSION:
                     return  # another process converted it while we waited for the lock
+                legacy.refuse_foreign(self.path, legacy.foreign_objects(self._db, version))
                 if version in (3, 4):
                     if version == 3:
                         legacy.convert_format3(self._db)

@@ -127,16 +127,16 @@ class StoreArrays:
 
     def __init__(self, path: str | Path, where: Mapping[str, Any] | None = None) -> None:
         self.path = Path(path)
-        # Opened as a Store, read-only: that checks it is one, and an older format is
-        # read from a converted copy in memory (the file is never converted by a read).
+        # Opened as a Store, read-only: that checks it is one, and that its format is
+        # one a read reads (the file is never converted by a read).
         store = Store(self.path, create=False)
         self._db = store.connection
         #: Whether ``exp.id`` is every experiment's own (a store), rather than the
         #: records' (:meth:`of_records`), which some may lack or share.
         self.stored_ids = True
         #: Whether the records are read from the file, which other connections may read
-        #: in parts at once (not from a copy in memory).
-        self._in_file = store.in_file
+        #: in parts at once (not from a store in memory, :meth:`of_records`).
+        self._in_file = True
         try:
             register(self._db)
             self._db.execute("BEGIN")  # one snapshot for every read below

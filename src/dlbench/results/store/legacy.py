@@ -10,6 +10,9 @@ as its raw doubles, anything else as JSON text); ``shapes.keys`` lists a record'
 ids in order. Both are read a range of ``seq`` at a time, so that converting a large
 store holds one chunk of records in memory. A store of format 4 gains what format 5
 adds in SQL (:func:`convert_format4`).
+
+Converting writes, so it would fire a trigger planted in the store: a store holding a
+trigger or a view dlbench did not make (:func:`foreign_objects`) is never converted.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import json
 import sqlite3
 from array import array
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from dlbench.errors import ResultsError
 from dlbench.results.store.columns import (
     KEYS_COLUMNS,
     SCALARS_TABLE,
@@ -34,6 +39,26 @@ from dlbench.results.store.write import WRITES, form, make_view
 _SURVEYED = 500
 
 _CONSTANTS: dict[bytes, Any] = {b"true": True, b"false": False, b"null": None}
+
+
+def foreign_objects(db: sqlite3.Connection, version: int) -> list[str]:
+    """The triggers and views of the store ``db`` reads that dlbench did not make, as
+    ``trigger NAME`` or ``view NAME``: every trigger (dlbench makes none), and every
+    view but ``results`` in a store of format 4 or later (which dlbench remakes)."""
+    rows = db.execute("SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view') "
+                      "ORDER BY type, name").fetchall()
+    own = {("view", "results")} if version >= 4 else set()
+    return [f"{kind} {name}" for kind, name in rows if (kind, name) not in own]
+
+
+def refuse_foreign(path: Path, planted: list[str]) -> None:
+    """ResultsError, in one line naming ``path`` and ``planted`` (see
+    :func:`foreign_objects`), when there is any: the store is not converted."""
+    if planted:
+        raise ResultsError(
+            f"results store {path} holds {', '.join(planted)}, which dlbench did not "
+            "create, so it is not converted (converting would run them): drop them with "
+            f"an SQLite client if they are not wanted, then run: dlbench store upgrade {path}")
 
 
 def _scalar(stored: Any) -> Any:

@@ -83,7 +83,7 @@ class _Plan:
 
 class Reader:
     """Reads an open store's connection; every method is one read transaction.
-    ``in_file``: ``db`` reads the file at ``path`` (not a copy in memory), so a large
+    ``in_file``: ``db`` reads the file at ``path`` (not a store in memory), so a large
     read may be split among connections of its own (:mod:`~dlbench.results.store.parts`)."""
 
     def __init__(self, db: sqlite3.Connection, path: Path, *, in_file: bool = True) -> None:
