@@ -1,6 +1,6 @@
 """A key no record has and dlbench does not declare is refused in one line with a
 suggestion, wherever a flag names keys: ``query --columns``, ``compare --metric``,
-``history check --metric``."""
+``history check --metric``, ``baseline --metric``."""
 
 from __future__ import annotations
 
@@ -71,3 +71,12 @@ def test_history_check_metric_typo_gets_a_suggestion(dlbench: CliRunner, records
     err = _one_error(dlbench("history", "check", "--store", store, "--metric",
                              "results.latency_p9"))
     assert err.endswith("did you mean results.latency_p99?")
+
+
+def test_baseline_metric_typo_gets_a_suggestion(dlbench: CliRunner, records: str,
+                                                tmp_path: Path) -> None:
+    out = tmp_path / "baseline.json"
+    err = _one_error(dlbench("baseline", "--input", records, "--metric", "results.througput",
+                             "--output", str(out)))
+    assert err.endswith("none of the 2 record(s) has it; did you mean results.throughput?")
+    assert not out.exists()

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dlbench.cli.usage import better_flag, note, read_warnings, warn
+from dlbench.cli.usage import better_flag, check_keys, note, read_warnings, warn
 from dlbench.errors import ResultsError
 from dlbench.formats import HTML_FORMAT
 from dlbench.report.cells import Report
@@ -127,6 +127,8 @@ def baseline(args: argparse.Namespace) -> int:
     read: list[ParseWarning] = []
     with read_warnings(read):  # a failed read or baseline is one line, with the warnings
         records = _selected(args, read)
+        check_keys("--metric", [args.metric], {key for record in records for key in record},
+                   len(records))
         made, warnings = make_baseline(records, args.metric, better_flag(args))
         text = dump_baseline(made, args.output)  # checks the extension before any write
     for warning in warnings:
