@@ -70,3 +70,19 @@ def test_loader_and_real_data_run(dlbench: CliRunner, tmp_path: Path) -> None:
     assert records["resnet18"]["exp.status"] == "ok"
     missing = dlbench("plan", "-P", "exp.model=loader")
     assert missing.returncode == 2 and "needs exp.data_dir" in missing.stderr
+
+
+def test_a_size_that_does_not_apply_to_a_model_is_shown_as_missing(
+    dlbench: CliRunner,
+) -> None:
+    # The smoke suite runs every model at 32 px (alexnet at 64) and the sequence lengths
+    # given: BERT takes no image and ResNet no sequence, so their rows say "-" there.
+    proc = dlbench("plan", "--suite", "smoke", "-V", "exp.model=[resnet18, alexnet, bert_base]",
+                   "-V", "exp.phase=[training]", "-V", "exp.seq_len=[8, 16]")
+    assert proc.returncode == 0, proc.stderr
+    header, _, *rows = [line for line in proc.stdout.splitlines() if line.strip()][:8]
+    assert header.split()[1:] == ["exp.model", "exp.seq_len", "exp.image_size"]
+    cells = sorted(tuple(row.split()[1:]) for row in rows)
+    assert cells == [("alexnet", "-", "64"), ("alexnet", "-", "64"),
+                     ("bert_base", "16", "-"), ("bert_base", "8", "-"),
+                     ("resnet18", "-", "32"), ("resnet18", "-", "32")]

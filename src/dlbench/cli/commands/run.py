@@ -15,7 +15,7 @@ from dlbench.config.catalog import model_info
 from dlbench.config.external import hf_summary
 from dlbench.config.registry import varying_parameters
 from dlbench.config.spec import Sourced
-from dlbench.errors import ConfigError, PathError, UsageError
+from dlbench.errors import ConfigError, DlbenchError, PathError, UsageError
 from dlbench.launch.launchers import Launcher, ProcessLauncher, launcher, launchers
 from dlbench.launch.order import INTERLEAVED, SEQUENTIAL
 from dlbench.launch.signals import SIGUSR1_EXIT_STATUS
@@ -129,6 +129,25 @@ def _parameter_columns(records: list[dict[str, Any]]) -> list[str]:
     return ["exp.model", *[c for c in varying if c != "exp.model"]]
 
 
+def _as_shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` for a table: a size that does not apply to a row's model is left out
+    (shown ``-``), so a sweep of vision and language models does not read as if BERT
+    ran at 32 px: ``exp.image_size`` where the model takes no image, ``exp.seq_len``
+    where it has no sequence (:class:`~dlbench.config.modelinfo.ModelInfo`)."""
+    shown = []
+    for row in rows:
+        try:
+            model = model_info(row)
+        except (KeyError, DlbenchError):  # a model the catalog cannot say: as it is
+            shown.append(row)
+            continue
+        drop = {"exp.image_size"} if not model.is_image else set()
+        if model.seq_len is None:
+            drop.add("exp.seq_len")
+        shown.append({k: v for k, v in row.items() if k not in drop} if drop else row)
+    return shown
+
+
 def _library_models(experiments: list[dict[str, Any]]) -> list[str]:
     """One line per Hugging Face model of the plan at its sizes: its shape and its
     parameter count, from its configuration."""
@@ -147,7 +166,7 @@ def plan(args: argparse.Namespace) -> int:
         print(json.dumps({"data": experiments}, indent=1))
         return 0
     columns = ["exp.id", *[c for c in _parameter_columns(experiments) if c != "exp.id"]]
-    for line in format_table(experiments, columns):
+    for line in format_table(_as_shown(experiments), columns):
         print(line)
     simulated = sorted({str(e["exp.framework"]) for e in experiments
                         if is_simulated(e.get("exp.framework"))})
@@ -216,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         columns = [*_parameter_columns(records), *RESULT_COLUMNS, *optional]
         headers = [RESULT_HEADERS.get(c, c) for c in columns]
         print()
-        for line in format_table(records, columns, headers):
+        for line in format_table(_as_shown(records), columns, headers):
             print(line)
     out_dirs = sorted({str(r["exp.out_dir"]) for r in records})
     for out_dir in (safe_text(_as_given(d, args.out)) for d in out_dirs):
