@@ -43,7 +43,7 @@ def test_exploration_text(dlbench: CliRunner, run_dir: Path) -> None:
     proc = dlbench("report", "--input", str(run_dir))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[:2] == ["Exploration: results.time", "=" * 25]
+    assert lines[:2] == ["Exploration: Batch time, ms", "=" * 27]
     assert "8 record(s) in 1 group(s) of tables." in lines
     start = lines.index("Batch time, ms")
     assert lines[start + 1].split() == ["exp.model", "8", "16"]

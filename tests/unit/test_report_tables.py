@@ -16,7 +16,6 @@ import pytest
 from dlbench.errors import ResultsError
 from dlbench.report.aggregate import (
     Measured,
-    quantile,
     row_keys,
     split_groups,
     summarize,
@@ -26,6 +25,7 @@ from dlbench.report.cells import Report, Table
 from dlbench.report.render import label_columns, render_report
 from dlbench.report.tables.reports import build_table_report
 from dlbench.results.query import select_records
+from dlbench.results.stats import percentile
 
 
 def rec(model: str = "resnet50", batch: int = 16, gpus: str = "0", time: float = 100.0,
@@ -71,7 +71,7 @@ def test_trim_and_quantile_known_answers() -> None:
     assert trim_extremes([130, 90, 101, 100, 102]) == [100, 101, 102]
     assert trim_extremes([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]  # fewer than 4: all kept
     # 80% of [1..5]: position 0.8 * 4 = 3.2 → 4 + 0.2 * (5 - 4) = 4.2
-    assert quantile([5, 1, 4, 2, 3], 0.8) == pytest.approx(4.2)
+    assert percentile([5, 1, 4, 2, 3], 80) == pytest.approx(4.2)
 
 
 # ---------------------------------------------------------------- weak scaling
@@ -261,7 +261,7 @@ def _weak_report() -> Report:
 
 def test_text_shows_spread_aligned_and_missing_cells() -> None:
     lines = render_report(_weak_report(), "text")
-    assert lines[:2] == ["Weak scaling: results.time", "=" * 26]
+    assert lines[:2] == ["Weak scaling: Batch time, ms", "=" * 28]
     start = lines.index("Batch time, ms")
     header, rule, row = lines[start + 1: start + 4]
     assert header.split() == ["exp.model", "exp.replica_batch", "1", "2"]
@@ -289,7 +289,24 @@ def test_json_and_markdown_carry_the_same_cells() -> None:
     assert table["label_columns"] == 2
     assert table["rows"][0][2] == {"mean": 102.0, "sd": 2.0, "n": 3}
     markdown = render_report(_weak_report(), "markdown")
-    assert markdown[0] == "### Weak scaling: results.time"
+    assert markdown[0] == "### Weak scaling: Batch time, ms"
     assert "| resnet50  |                16 | 102.00 ±2.0% | 110.00 |" in markdown
     with pytest.raises(ValueError, match="unknown report format"):
         render_report(_weak_report(), "html")
+
+
+def test_titles_name_the_time_and_the_unit_the_records_state() -> None:
+    images = {"results.throughput_unit": "images/s"}
+    report = build_table_report([rec("resnet50", 16, extra=images),
+                                 rec("alexnet", 16, extra=images)], "exploration")
+    assert report.title == "Exploration: Batch time, ms"
+    assert [t.title for t in report.tables] == [
+        "Batch time, ms", "Throughput, images/s = effective batch * 1000 / t"]
+    # Models that count different things, or records that do not say: the generic unit.
+    mixed = build_table_report([rec("resnet50", 16, extra=images),
+                                rec("bert_base", 16, extra={"results.throughput_unit":
+                                                            "sequences/s"})],
+                               "weak-scaling")
+    assert mixed.tables[1].title == "Throughput, samples/s = N * B * 1000 / tN"
+    silent = build_table_report([rec("resnet50", 16)], "exploration")
+    assert silent.tables[1].title.startswith("Throughput, samples/s")

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from dlbench.cli.main import main
-from dlbench.measure.stats import summarize_times
 from dlbench.report.cells import Report, Table
 from dlbench.report.tables.reports import build_table_report, is_time_variable, time_title
+from dlbench.measure.stats import summarize_times
 
 # model, printed speedup on 2 GPUs, printed efficiency (%)
 CIFAR10_2GPUS = [("alexnet", "1.17", 58.70), ("resnet20", "1.51", 75.65),
@@ -57,7 +57,7 @@ def test_weak_scaling_from_the_median_time_gives_the_studys_table() -> None:
             records.append(rec(model, replicas, 32,
                                {"results.time_p50": p50, "results.time": 1.5 * p50 * replicas}))
     report = build_table_report(records, "weak-scaling", "results.time_p50")
-    assert report.title == "Weak scaling: results.time_p50"
+    assert report.title == "Weak scaling: Median batch time, ms (results.time_p50)"
     assert table(report, "Median batch time, ms (results.time_p50)")
     throughput = table(report, "Throughput")
     assert any("t is results.time_p50, the median batch time" in n for n in throughput.notes)

@@ -32,6 +32,10 @@ def built_by(**paths: str) -> dict[str, str]:
     return {framework: f"dlbench.models.{framework}.{path}" for framework, path in paths.items()}
 
 
+#: The unit of a throughput whose model says no better one: samples per second.
+GENERIC_UNIT = "samples/s"
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """A model's metadata; the same id means the same architecture in every framework."""
@@ -42,7 +46,7 @@ class ModelInfo:
     input_shape: tuple[int, ...]  # one sample, channels first for images: (C, H, W)
     num_classes: int
     default_batch: int
-    unit: str = "samples/s"
+    unit: str = GENERIC_UNIT
     is_image: bool = True  # exp.image_size rescales the last two input dimensions
     reference_params: int | None = None  # published parameter count, checked by the tests
     # Smallest image side the architecture computes (below it a pooling window is

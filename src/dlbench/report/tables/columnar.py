@@ -59,6 +59,7 @@ from dlbench.report.tables.reports import (
     SEPARATE_TABLES,
     TABLE_KINDS,
     _TableKind,
+    report_title,
     summary_lines,
     unstable_text,
 )
@@ -298,6 +299,12 @@ class _Group:
     def varies(self, key: str) -> bool:
         return self.data.varies(key, self.members, self.shapes)
 
+    def values_of(self, key: str) -> list[Any]:
+        """The distinct values of ``key`` among the group's records that have it."""
+        column = self.data.get(key)
+        held = column.codes[self.members][column.present[self.members]]
+        return [column.values[code] for code in distinct(held).tolist()]
+
     def row_keys(self, base: list[str], axis: list[str], candidates: list[str]) -> list[str]:
         """:func:`~dlbench.report.aggregate.row_keys` over arrays."""
         keys = list(base)
@@ -331,6 +338,9 @@ def _group_tables(
     base, axis, candidates = kind.layout_of(
         base, lambda exclude: identity_parameters(present, exclude))
     grid = Grid(group.row_keys(base, axis, candidates))
+    units = group.values_of("results.throughput_unit")
+    if len(units) == 1 and isinstance(units[0], str):
+        grid.throughput_unit = units[0]
     row_ids, row_firsts = first_appearance([group.codes(k) for k in grid.labels], size)
     col_ids, col_firsts = first_appearance([group.codes(k) for k in axis], size)
     rows: list[RowKey] = []
@@ -377,7 +387,7 @@ def columnar_table_report(arrays: StoreArrays, report_type: str, target: str = T
     positions, values, warnings = _usable(arrays, target)
     data = _Usable(arrays, positions)
     data.fill()
-    report = Report(title=f"{kind.title}: {target}", warnings=warnings)
+    report = Report(title=report_title(kind.title, target), warnings=warnings)
     for warning in (_environment_warning(data), _unstable_warning(data)):
         if warning:
             report.warnings.append(warning)

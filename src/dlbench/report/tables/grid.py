@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlbench.config.modelinfo import GENERIC_UNIT
 from dlbench.report.aggregate import LabeledTable, Measured, as_number, value_order
 from dlbench.report.cells import Table
 
@@ -98,6 +99,9 @@ class Grid:
     rows: dict[RowKey, list[Any]] = field(default_factory=dict)
     columns: dict[ColKey, str] = field(default_factory=dict)
     cells: dict[tuple[RowKey, ColKey], list[dict[str, Any]]] = field(default_factory=dict)
+    # What the records say their throughput counts (results.throughput_unit), where
+    # they all say one thing; the throughput tables' titles name it.
+    throughput_unit: str = GENERIC_UNIT
 
     def sorted_rows(self) -> list[tuple[RowKey, list[Any]]]:
         return sorted(self.rows.items(), key=lambda kv: [value_order(v) for v in kv[1]])

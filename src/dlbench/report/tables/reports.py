@@ -37,6 +37,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from dlbench.config.modelinfo import GENERIC_UNIT
 from dlbench.report.aggregate import (
     SEPARATE_BY,
     Measured,
@@ -155,7 +156,7 @@ class Exploration(_TableKind):
         group: dict[str, Any], target: str,
     ) -> list[Table]:
         """Batch time and throughput."""
-        formula = "Throughput, samples/s = effective batch * 1000 / t"
+        formula = f"Throughput, {grid.throughput_unit} = effective batch * 1000 / t"
         return [grid_table(time_title(target), grid, mean, group),
                 with_time_note(grid_table(formula, grid, throughput_of(grid, mean), group), target)]
 
@@ -164,7 +165,7 @@ class _Scaling(_TableKind):
     """Rows are model x batch, columns replica counts (and node counts)."""
 
     batch: ClassVar[str]  # the batch that is held fixed
-    throughput_title: ClassVar[str]
+    throughput_title: ClassVar[str]  # {unit}: Grid.throughput_unit
     efficiency_title: ClassVar[str]
     columns_text = "exp.num_replicas (N)"
 
@@ -233,7 +234,8 @@ class _Scaling(_TableKind):
         speedup_table = grid_table("Speedup = throughput_N / throughput_1", grid, speedup, group)
         efficiency_table = grid_table(self.efficiency_title, grid, efficiency, group)
         add_scaling_notes(grid, mean, speedup_table, efficiency_table)
-        throughput_table = grid_table(self.throughput_title, grid, throughput, group)
+        throughput_table = grid_table(
+            self.throughput_title.format(unit=grid.throughput_unit), grid, throughput, group)
         return [time_table, with_time_note(throughput_table, target), speedup_table,
                 efficiency_table]
 
@@ -245,7 +247,7 @@ class WeakScaling(_Scaling):
     title = "Weak scaling"
     rows_text = "exp.model and exp.replica_batch (B)"
     batch = "exp.replica_batch"
-    throughput_title = "Throughput, samples/s = N * B * 1000 / tN"
+    throughput_title = "Throughput, {unit} = N * B * 1000 / tN"
     efficiency_title = "Efficiency, % = 100 * t1 / tN"
 
     @staticmethod
@@ -261,7 +263,7 @@ class StrongScaling(_Scaling):
     title = "Strong scaling"
     rows_text = "exp.model and exp.effective_batch (B)"
     batch = "exp.effective_batch"
-    throughput_title = "Throughput, samples/s = B * 1000 / tN"
+    throughput_title = "Throughput, {unit} = B * 1000 / tN"
     efficiency_title = "Efficiency, % = 100 * t1 / (N * tN)"
 
     @staticmethod
@@ -279,11 +281,13 @@ REPORT_TYPES = tuple(TABLE_KINDS)
 def report_title(kind_title: str, target: str) -> str:
     """The title of a report of ``target`` for people: ``Exploration: Batch time, ms``
     for a time statistic (:func:`time_title`), else the key with its declared unit
-    (``Weak scaling: results.throughput, samples/s``), from the key table."""
+    (``Weak scaling: results.tflops, TFLOP/s``), from the key table; a throughput's
+    generic ``samples/s`` is left to its tables, which name the models' own unit."""
     if is_time_variable(target):
         return f"{kind_title}: {time_title(target)}"
     declared = lookup(target)
-    unit = declared.unit if declared is not None else ""
+    # A rate's declared unit is the generic one; its tables name the models' own.
+    unit = declared.unit if declared is not None and declared.unit != GENERIC_UNIT else ""
     return f"{kind_title}: {target}" + (f", {unit}" if unit else "")
 
 
