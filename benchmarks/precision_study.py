@@ -7,7 +7,7 @@ drift of the machine's speed hits them alike), each through ``dlbench run``:
   does it (the batch-means CI of the mean, checked every ``n // 20`` batches after
   ``exp.min_batches`` and ``exp.min_duration``);
 - ``1 proc, CI of median``: the same rule on the batch-medians CI of the median
-  (``dlbench.measure.stats.median_ci95_half_width``);
+  (``dlbench.results.stats.median_ci95_half_width``);
 - each of those with ``pytorch.num_threads=1`` (one thread: nothing to wait for when
   the other core is taken) and with PyTorch's default threads;
 - ``K procs x B batches``: ``exp.repeat=K`` with ``B`` fixed batches per process; the
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlbench.measure.stats import (
+from dlbench.results.stats import (
     ci95_half_width,
     mean,
     median_ci95_half_width,

@@ -172,19 +172,20 @@ def test_html_goes_to_the_html_writer(dlbench: CliRunner, run_dir: Path, tmp_pat
             assert float(speed_row[column][1]) == pytest.approx(batch * 1000 / mean, rel=1e-3)
     # One chart per model, drawn inline as SVG, with the batches on its x axis and the
     # throughput on its y axis.
-    charts = re.findall(r'<figure class="chart"><figcaption>(.*?)</figcaption>\s*<svg(.*?)</svg>',
-                        text, re.DOTALL)
-    assert [caption for caption, _ in charts] == [
+    charts = re.findall(r'<figure class="chart"><figcaption>(.*?)</figcaption>\s*<svg(.*?)</svg>'
+                        r"(.*?)</figure>", text, re.DOTALL)
+    assert [caption for caption, _, _ in charts] == [
         f"{model} (fake, cpu): throughput in samples/s vs replica batch"
         for model in ("resnet18", "resnet50")]
-    for (caption, svg) in charts:
+    for (caption, svg, table) in charts:
         labels = set(re.findall(r">([^<>]+)</text>", svg))
         assert {"8", "16", "exp.replica_batch", "results.throughput (samples/s)"} <= labels
         # The points drawn are the mean throughputs of the model's runs at each batch;
-        # each point carries the value it was drawn from.
+        # the chart's table carries the value each was drawn from.
         model = caption.split()[0]
-        points = {x: float(y) for x, y in
-                  re.findall(r'<circle class="point" data-x="([^"]*)" data-y="([^"]*)"', svg)}
+        points = {x: float(y) for x, y in re.findall(
+            r'<tr><td>[^<]*</td><td class="num" data-sort="[^"]*">([^<]*)</td>'
+            r'<td class="num" data-sort="([^"]*)"', table)}
         assert sorted(points) == ["16", "8"]
         for batch_text, drawn in points.items():
             speeds = [float(r["results.throughput"]) for r in records  # type: ignore[arg-type]

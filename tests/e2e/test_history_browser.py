@@ -54,12 +54,16 @@ def test_history_page_charts_and_filter(page: Path, driver: Any) -> None:
     for section in sections:
         svg = section.find_element(By.TAG_NAME, "svg")
         assert svg.size["width"] > 300  # laid out, not an empty box
-        assert len(section.find_elements(By.CSS_SELECTOR, "circle.dot")) == 30
+        dots = section.find_elements(By.CSS_SELECTOR, "g[id$='-history-runs'] use")
+        assert len(dots) == 30 and all(dot.size["width"] > 0 for dot in dots[:3])
     regression = [s for s in sections if "resnet50" in s.find_element(By.TAG_NAME, "h2").text]
-    assert len(regression[0].find_elements(By.CSS_SELECTOR, "line.cp.bad")) == 1
-    # A dot's tooltip names its environment.
-    title = regression[0].find_element(By.CSS_SELECTOR, "circle.dot title")
-    assert "sys.framework_version: 2.3.0" in title.get_attribute("textContent")
+    line = regression[0].find_elements(By.CSS_SELECTOR, "g[id$='-regression-0']")
+    assert len(line) == 1 and line[0].size["height"] > 50
+    # A run's row names its environment, once the table is opened.
+    runs = regression[0].find_element(By.CSS_SELECTOR, "details.runs")
+    runs.find_element(By.TAG_NAME, "summary").click()
+    row = runs.find_elements(By.CSS_SELECTOR, "tbody tr")[0]
+    assert "sys.framework_version: 2.3.0" in row.text
 
     box = driver.find_element(By.ID, "filter")
     box.send_keys("bert")

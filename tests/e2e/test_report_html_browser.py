@@ -144,8 +144,12 @@ def test_operators_and_memory_section_in_chromium(tmp_path: Path, driver: Any) -
     path = tmp_path / "profiled.html"
     path.write_text(render_html(Report("profiled"), [record]), encoding="utf-8")
     driver.get(path.as_uri())
-    chart = driver.find_element(By.CSS_SELECTOR, "#profiles svg.memory-chart")
+    chart = driver.find_element(By.CSS_SELECTOR, "#profiles figure.memory-chart svg")
     assert chart.size["width"] > 200
+    # Two parts stacked on the bar, each laid out at a real width.
+    for part in ("weights", "activations"):
+        segment = chart.find_element(By.CSS_SELECTOR, f"g[id='memory-0-memory-0-{part}']")
+        assert segment.size["width"] > 10
     table = driver.find_element(By.CSS_SELECTOR, "#profiles details.operators table")
 
     def names() -> list[str]:
@@ -178,8 +182,10 @@ def test_serving_curve_over_six_loads_in_chromium(tmp_path: Path, driver: Any) -
     driver.get(path.as_uri())
     chart = driver.find_element(By.CSS_SELECTOR, "#serving figure svg")
     assert chart.size["width"] > 200 and chart.size["height"] > 150
-    for part in (".curve-0 .knee", ".bound-0", ".curve-0 circle.point[fill='#ffffff']"):
-        assert driver.find_element(By.CSS_SELECTOR, f"#serving {part}").size["width"] > 0
+    # The knee's star, the bound's dashed line and the invalid run's hollow point.
+    for gid in ("serving-knee-0", "serving-bound-0", "serving-invalid-0"):
+        mark = chart.find_element(By.CSS_SELECTOR, f"g[id='serving-0-{gid}']")
+        assert mark.size["width"] > 0, gid
     rows = driver.find_elements(By.CSS_SELECTOR, "#tables table.sortable tbody tr")
     assert len(rows) == 6
     assert rows[4].find_elements(By.TAG_NAME, "td")[1].text == "178.20"  # the knee's

@@ -4,6 +4,7 @@ warm-up, the monitor, the stability verdict, MFU and repeats, with known answers
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import statistics
@@ -52,10 +53,9 @@ def test_auto_stops_early_on_a_steady_workload(tmp_path: Path) -> None:
     record = _run(_experiment(tmp_path, "fake.step_ms=20", "exp.num_batches=auto",
                               "exp.target_ci=0.02", "exp.min_duration=0.3",
                               "exp.max_duration=10"))
-    assert record["results.stop_reason"] == "ci_reached"
+    assert record["results.stop_reason"] == "ci_reached"  # not the 10 s limit
     assert record["results.ci95_rel"] <= 0.02
     assert record["results.time_p50"] == pytest.approx(20.0, rel=0.02)
-    assert record["results.timed_seconds"] < 3.0  # far from the 10 s limit
     assert record["results.num_batches"] == len(record["results.time_data"]) >= 10
     assert _not_about_the_neighbours(record["results.unstable_reasons"]) == []
 
@@ -67,9 +67,10 @@ def test_auto_runs_to_the_limit_on_a_noisy_workload(tmp_path: Path) -> None:
                               "exp.num_batches=auto", "exp.min_duration=0.1",
                               "exp.max_duration=0.5"))
     assert record["results.stop_reason"] == "max_duration"
-    # The last batch may end up to 42 ms past the limit; a busy host can add a
-    # preemption, so the upper bound only rules out running on past the limit.
-    assert 0.5 <= record["results.timed_seconds"] < 0.8
+    # It stops at the first batch that ends past the limit: the batches before it
+    # ended inside the limit (a count of batches, whatever the machine's load).
+    assert record["results.timed_seconds"] >= 0.5
+    assert math.fsum(record["results.time_data"][:-1]) / 1000 < 0.5
     assert record["results.stable"] is False
     reasons = record["results.unstable_reasons"]
     assert any(r.startswith("cv ") for r in reasons)

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import threading
-import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +45,15 @@ def _run(experiment: dict[str, Any], python: str | None = None) -> SweepResult:
 def test_two_copies_on_a_core_each_report_their_own_and_the_sum(tmp_path: Path) -> None:
     experiment = _plan(tmp_path, "fake.step_ms=20", "exp.replica_batch=4",
                        "exp.num_batches=15", "exp.parallel_memory_mb=256")
-    started = time.monotonic()
     (outcome,) = _run(experiment).outcomes
     record = outcome.record
     assert record["exp.status"] == "ok", record["exp.status_msg"]
-    # Together, not one after the other: 2 × 16 steps of 20 ms would take 0.64 s more.
-    assert time.monotonic() - started < 5
     copies = [parse_log(path)[0] for path in record["results.copy_log_files"]]
+    # Together, not one after the other: each copy's timed batches began before the
+    # other's ended (their own clocks' ISO 8601 times, not a bound on seconds).
+    first, second = ((datetime.fromisoformat(c["results.start_time"]),
+                      datetime.fromisoformat(c["results.end_time"])) for c in copies)
+    assert first[0] < second[1] and second[0] < first[1]
     cores = sorted(os.sched_getaffinity(0))
     for number, copy in enumerate(copies, start=1):
         assert copy["exp.status"] == "ok"
@@ -120,9 +122,7 @@ def test_a_failing_copy_fails_the_experiment_and_stops_the_other(tmp_path: Path)
                        f"exec {sys.executable} \"$@\"\n")
     wrapper.chmod(0o755)
     experiment = _plan(tmp_path, "fake.step_ms=20", "exp.num_batches=1000")
-    started = time.monotonic()
     (outcome,) = _run(experiment, python=str(wrapper)).outcomes
-    assert time.monotonic() - started < 10
     assert outcome.status == "failure"
     assert outcome.record["exp.status_msg"] == (
         "copy 2 of 2: worker exited with status 3: copy 2 cannot start")
@@ -137,12 +137,11 @@ def test_ctrl_c_stops_every_copy(tmp_path: Path) -> None:
     experiment = _plan(tmp_path, "fake.step_ms=20", "exp.num_batches=1000")
     timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
-    started = time.monotonic()
     try:
         result = _run(experiment)
     finally:
         timer.cancel()
-    assert result.interrupted and time.monotonic() - started < 10
+    assert result.interrupted
     assert result.outcomes[0].status == "interrupted"
     for number in (1, 2):
         copy, _ = parse_log(f"{experiment['exp.log_file']}.copy{number}")

@@ -1,12 +1,15 @@
 """Uncertainty drawn honestly: every error bar shown, cut with an arrowhead where it
 leaves the axes, intervals of times and rates never below 0, a log y axis for every
 chart kind, every line of the history chart in its legend, and time of day on its
-axis when runs share a date."""
+axis when runs share a date. Checked on the matplotlib figure (its artists) and on the
+SVG the pages carry of it."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ import numpy as np
 import pytest
 
 from dlbench.errors import ChartError
+from dlbench.report.cells import Report
 from dlbench.report.charts.charts import draw_chart
 from dlbench.report.charts.checks import chart_problems
 from dlbench.report.charts.errorbars import (
@@ -26,8 +30,10 @@ from dlbench.report.charts.errorbars import (
 )
 from dlbench.report.charts.series import ChartSeries, build_series, ci95_bounds
 from dlbench.report.history.changes import analyse_history
-from dlbench.report.history.page import render_history_page, time_ticks, value_limits
-from dlbench.report.html.charts import series_chart_svg
+from dlbench.report.history.chart import draw_history_chart, time_ticks, value_limits
+from dlbench.report.history.page import render_history_page
+from dlbench.report.html.charts import report_charts
+from dlbench.report.html.page import render_html
 from dlbench.results.history.records import history_row
 from tests.conftest import CliRunner
 
@@ -186,31 +192,36 @@ def test_plot_bar_and_log_y_end_to_end_print_no_internal_warning(
 # ---------------------------------------------------------------- HTML (SVG)
 
 
+def _texts(svg: str) -> list[str]:
+    return [t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}text")]
+
+
 def test_an_interval_wider_than_its_mean_is_drawn_and_clipped_in_the_html_chart() -> None:
-    series = build_series(NOISY, "exp.replica_batch", "results.throughput")
-    problems: list[str] = []
-    svg = ET.fromstring(series_chart_svg(series, xlabel="exp.replica_batch",
-                                         ylabel="results.throughput", problems=problems))
-    assert problems == []
-    bars = svg.findall(f".//{SVG}path[@class='err']")
-    assert len(bars) == 3, "every point with an interval has its bar"
-    marks = svg.findall(f".//{SVG}g[@class='series']/{SVG}path[@class='clip-mark']")
-    assert len(marks) == 1
-    # The mark's tip is where the cut bar ends: the top of the plot area.
-    tip_x, tip_y = (float(v) for v in marks[0].get("d", "")[1:].split("L")[0].split(","))
-    ends = [bar.get("d", "") for bar in bars if bar.get("d", "").startswith(f"M{tip_x:.2f},")]
-    (cut,) = ends
-    assert cut.split("V")[1].startswith(f"{tip_y:.2f}")
-    # and no cap there: only the bottom end is capped.
-    assert cut.count("H") == 1
-    legend = [t.text for t in svg.findall(f".//{SVG}g[@class='legend-entry']/{SVG}text")]
-    assert CLIP_LABEL in " ".join(t or "" for t in legend)
+    page = render_html(Report("r"), NOISY)
+    (chart,) = report_charts(NOISY)
+    assert chart.problems == [] and chart.svg in page
+    # The page's chart is the PNG's figure: the same bar cut at the top, its arrowhead.
+    axes = chart.drawn.panels[0].axes
+    high = axes.get_ylim()[1]
+    (container,) = [c for c in axes.containers if c.has_yerr]
+    segments = [np.asarray(s) for s in container.lines[2][0].get_segments()]
+    assert len(segments) == 3, "every point with an interval has its bar"
+    assert _clip_marks(axes) == [("^", 16.0, pytest.approx(high))]
+    # In the SVG: the three dashed bars, one arrowhead group, and the legend's words.
+    root = ET.fromstring(chart.svg)
+    groups = {g.get("id"): g for g in root.iter(f"{SVG}g")}
+    bars = groups["chart-0-LineCollection_1"].findall(f"{SVG}path")
+    assert len(bars) == 3 and all("stroke-dasharray" in (b.get("style") or "") for b in bars)
+    assert "chart-0-clip-mark" in groups and "chart-0-clip-mark-2" not in groups
+    texts = _texts(chart.svg)
+    for label in (CI_LABEL, CLIP_LABEL):
+        assert all(line in texts for line in textwrap.wrap(label, 44)), label
 
 
 # ---------------------------------------------------------------- the history page
 
 
-def _history(values: list[float], rel: float, times: list[str]) -> str:
+def _rows(values: list[float], rel: float, times: list[str]) -> list[Any]:
     rows = []
     for i, (value, when) in enumerate(zip(values, times, strict=True)):
         record = {"exp.status": "ok", "exp.framework": "fake", "exp.model": "resnet18",
@@ -218,28 +229,37 @@ def _history(values: list[float], rel: float, times: list[str]) -> str:
                   "results.throughput": value, "results.throughput_unit": "images/s",
                   "results.ci95_rel": rel}
         rows.append(history_row(record, run_id=f"r{i}", run_time=when))
-    return render_history_page(analyse_history(rows))
+    return rows
 
 
 def test_the_history_chart_keeps_intervals_above_zero_and_names_every_line() -> None:
     times = ["2024-03-05T09:15:00", "2024-03-05T17:40:00"]
-    page = _history([10.0, 70.0], 1.03, times)
-    chart = page.split("<svg", 1)[1].split("</svg>", 1)[0]
-    svg = ET.fromstring("<svg" + chart + "</svg>")
-    # y of a value: read back from the axis's numbers is brittle; the intervals'
-    # pixel ends must lie inside the plot, and the one cut is marked.
-    cis = svg.findall(f".//{SVG}line[@class='ci']")
-    assert len(cis) == 2
-    assert svg.findall(f".//{SVG}path[@class='clip-mark']")
-    legend = " ".join(t.text or "" for t in svg.findall(f".//{SVG}g[@class='legend-entry']/"
-                                                          f"{SVG}text"))
+    rows = _rows([10.0, 70.0], 1.03, times)
+    analysis = analyse_history(rows)
+    drawn = draw_history_chart(analysis, analysis.series[0])
+    assert chart_problems(drawn) == []
+    axes = drawn.panels[0].axes
+    low, high = axes.get_ylim()
+    assert low >= 0.0 and high < 70 * math.exp(1.03)
+    # Both intervals drawn, cut at the axes; the one cut at the top has its arrowhead.
+    (ci,) = [c for c in axes.collections if c.get_gid() == "history-ci"]
+    ends = [sorted(np.asarray(s)[:, 1]) for s in ci.get_segments()]
+    assert ends[0] == pytest.approx([10 * math.exp(-1.03), 10 * math.exp(1.03)])
+    assert ends[1] == pytest.approx([70 * math.exp(-1.03), high])
+    assert _clip_marks(axes) == [("^", 1.0, pytest.approx(high))]
+    # Every line and mark is named in the legend.
+    legend = " ".join(drawn.labels["legend"]).replace("\n", " ")
     for said in ("a run's value", "95% CI", "mean of the runs between change points",
                  "arrowhead"):
         assert said in legend
     # Both runs on one day: the axis reads their times of day, the title the date.
-    labels = [t.text for t in svg.findall(f"{SVG}text[@class='label']")]
-    assert {"09:15", "17:40", "2 runs on 2024-03-05 (UTC)"} <= set(labels)
-    # The runs' table gives the interval's ends, both above 0.
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["09:15", "17:40"]
+    assert axes.get_xlabel() == "2 runs on 2024-03-05 (UTC)"
+    # The page carries that figure, and the runs' table gives the interval's ends.
+    page = render_history_page(analysis)
+    [svg] = re.findall(r"<svg.*?</svg>", page, re.S)
+    assert {"09:15", "17:40", "2 runs on 2024-03-05 (UTC)", "a run's value"} <= set(
+        _texts(svg))
     assert "3.57 to 28.01" in page
 
 

@@ -236,7 +236,7 @@ def test_unknown_name_in_case_names_the_case() -> None:
 
 
 def test_varying_parameters_are_the_inputs_that_differ() -> None:
-    from dlbench.config.registry import varying_parameters
+    from dlbench.config.identity import varying_parameters
 
     exps = plan(variables=["exp.replica_batch=[8,16]", "user.tag=[a,b]"],
                 params=["exp.num_batches=3"])

@@ -13,7 +13,7 @@ from dlbench.measure.loadgen.early_stopping import (
     min_queries,
     percentile_estimate,
 )
-from dlbench.measure.loadgen.results import loadgen_percentile
+from dlbench.results.stats import loadgen_percentile
 
 
 def test_min_queries_known_answers() -> None:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -202,14 +201,12 @@ def test_a_forked_worker_times_out_and_a_dead_server_falls_back_to_plain_workers
     launcher = LocalLauncher(lines.append)
     runner = Sweep(launcher, report=lines.append)
     try:
-        began = time.monotonic()
         hung = runner.run(_plan(tmp_path / "a", "exp.framework=fake", "exp.timeout=0.5",
                                 variables=("fake.failure=[hang, none]",)))
         # Killed by the runner's timeout as a plain worker is; the server serves on.
         assert [o.status for o in hung.outcomes] == ["timeout", "ok"]
         # A forked worker's log names its environment as a plain worker's does.
         assert "PYTHONUNBUFFERED" in hung.outcomes[1].record["sys.worker_env"]
-        assert time.monotonic() - began < 30
         server = launcher._forks.server
         assert server is not None and not launcher._forks.broken
         assert not any("fork server" in line for line in lines)

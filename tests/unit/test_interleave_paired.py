@@ -13,9 +13,9 @@ import pytest
 
 from dlbench.launch.launchers import Finish, LaunchContext, Launcher, ProcessLauncher
 from dlbench.launch.order import INTERLEAVED, REPEAT_ORDER_INTERLEAVED, SEQUENTIAL
-from dlbench.measure.stats import summarize_times
 from dlbench.report.compare.compare import compare_records
 from dlbench.report.compare.paired import paired_ratio, paired_values, process_medians
+from dlbench.results.stats import summarize_times
 
 
 def test_process_medians_split_the_pooled_batches_by_process() -> None:

@@ -17,9 +17,9 @@ from dlbench.launch.command import (
     worker_env,
 )
 from dlbench.launch.container import FORWARDED, FORWARDED_PREFIXES
-from dlbench.measure.stats import rank_results, step_times
 from dlbench.measure.sysinfo import PERFORMANCE_ENV_VARS, split_cores
 from dlbench.results.log.parser import parse_log
+from dlbench.results.stats import rank_results, step_times
 from dlbench.worker.experiment import log_path
 from tests.integration.worker import plan_one
 

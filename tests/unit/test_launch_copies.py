@@ -7,7 +7,6 @@ import errno
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -239,12 +238,11 @@ def _sleeper(seconds: float, code: int = 0) -> subprocess.Popen[bytes]:
 
 
 def test_wait_copies_returns_the_first_failure_at_once() -> None:
-    started = time.monotonic()
     processes = [_sleeper(30), _sleeper(0.2, code=3)]
     try:
         assert wait_copies(processes, timeout=20) == (1, False)
-        assert time.monotonic() - started < 10
-        assert processes[0].poll() is None  # stopping the others is the runner's
+        # At once: the 30 s sleeper still runs (stopping the others is the runner's).
+        assert processes[0].poll() is None
     finally:
         processes[0].kill()
         processes[0].wait()

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from dlbench.measure.stats import mean, percentile, sample_std, summarize_times, throughput
 from dlbench.measure.timing import run_batches
+from dlbench.results.stats import mean, percentile, sample_std, summarize_times, throughput
 
 
 def test_summary_of_four_times_by_hand() -> None:
@@ -69,7 +69,7 @@ def test_timing_loop_times_only_timed_batches() -> None:
 def test_t_quantiles_agree_with_scipy() -> None:
     from scipy import stats
 
-    from dlbench.measure.stats import t_quantile_975
+    from dlbench.results.stats import t_quantile_975
 
     for df in (1, 2, 5, 10, 29, 30, 31, 50, 100, 1000):
         assert t_quantile_975(df) == pytest.approx(stats.t.ppf(0.975, df), abs=2e-3)
@@ -78,7 +78,7 @@ def test_t_quantiles_agree_with_scipy() -> None:
 
 
 def test_ci95_by_batch_means_by_hand() -> None:
-    from dlbench.measure.stats import ci95_half_width
+    from dlbench.results.stats import ci95_half_width
 
     # n = 9 -> k = 3 groups of 3: means 2, 5, 8; their sd = 3; t(2) = 4.303
     # half-width = 4.303 * 3 / sqrt(3) = 7.4530...
@@ -93,7 +93,7 @@ def test_ci95_by_batch_means_by_hand() -> None:
 def test_ci_is_wider_for_correlated_than_for_shuffled_times() -> None:
     import random
 
-    from dlbench.measure.stats import ci95_half_width
+    from dlbench.results.stats import ci95_half_width
 
     # A slow drift (strong autocorrelation): batch means see it, t*sd/sqrt(n) would not.
     drifting = [10.0 + i * 0.01 for i in range(400)]

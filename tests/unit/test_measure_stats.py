@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dlbench.measure.combine import combine_repeats
-from dlbench.measure.stats import (
+from dlbench.results.stats import (
     ci95_half_width,
     median_ci95_half_width,
     sample_std,

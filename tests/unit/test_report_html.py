@@ -18,9 +18,11 @@ from dlbench.errors import ResultsError
 from dlbench.report.aggregate import Measured
 from dlbench.report.cells import Report, Table
 from dlbench.report.charts.charts import draw_chart
+from dlbench.report.charts.checks import chart_problems
+from dlbench.report.charts.figure import inline_svg
 from dlbench.report.charts.series import build_series
-from dlbench.report.html.charts import series_chart_svg
-from dlbench.report.html.markup import STYLESHEET, escape, list_items, page_shell
+from dlbench.report.html.charts import X, Y, report_charts
+from dlbench.report.html.markup import STYLESHEET, Cell, cell, environment, number_cell
 from dlbench.report.html.page import MAX_LIST_ITEMS, render_html, write_html_report
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -165,20 +167,21 @@ def test_long_lists_are_cut_with_a_count() -> None:
     assert f"{float(MAX_LIST_ITEMS)}," not in page
 
 
-def test_charts_are_inline_svg_with_a_title_and_their_points_in_a_table(page: str) -> None:
+def test_charts_are_inline_svg_with_a_caption_and_their_points_in_a_table(page: str) -> None:
     charts = page[page.index('<section id="charts">') : page.index('<section id="failures">')]
     assert charts.count("<svg") == 2  # one per model
-    assert "resnet50 (fake, cpu): throughput" in charts
-    assert "alexnet (fake, cpu): throughput" in charts
+    assert "<figcaption>resnet50 (fake, cpu): throughput" in charts
+    assert "<figcaption>alexnet (fake, cpu): throughput" in charts
     assert "<?xml" not in page and "<!DOCTYPE svg" not in page and "<metadata" not in page
     ids = [attrs["id"] for _, attrs in parse(page).tags if "id" in attrs]
     assert len(ids) == len(set(ids))
-    # Nothing inside a chart refers to an id: charts cannot clash with each other.
-    assert not re.findall(r'(?:href="#|url\(#)', charts)
+    # Each chart refers only to its own ids (markers, clip paths): none can reach
+    # into another chart.
     for svg in re.findall(r"<svg.*?</svg>", charts, re.S):
-        root = ET.fromstring(svg)
-        assert root[0].tag == f"{SVG}title"
-        assert root[0].text == "results.throughput against exp.replica_batch, 1 series"
+        own = set(re.findall(r' id="([^"]+)"', svg))
+        refs = set(re.findall(r'(?:href="#|url\(#)([^")]+)', svg))
+        assert refs and refs <= own
+        ET.fromstring(svg)  # well-formed
     # Each chart's points again as a table: resnet50's batches 1 and 2, alexnet's 1.
     tables = re.findall(r"<summary>The chart's points</summary>\n(.*?)</details>", charts, re.S)
     assert len(tables) == 2
@@ -214,7 +217,7 @@ def test_every_value_is_escaped() -> None:
     page = render_html(evil_report, records)
     assert "<script>alert" not in page
     assert '"onmouseover=' not in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;&quot;onmouseover=&quot;alert(2)" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&#34;onmouseover=&#34;alert(2)" in page
     parsed = parse(page)
     assert [tag for tag, _ in parsed.tags].count("script") == 1
     assert not any(name.startswith("on") for _, attrs in parsed.tags for name in attrs)
@@ -238,77 +241,91 @@ def test_write_failure_is_a_results_error_and_leaves_no_temp_file(tmp_path: Path
     assert sorted(os.listdir(tmp_path)) == ["report.html"]
 
 
-def test_one_escape_rule_for_every_page() -> None:
-    # Known answer: the five characters HTML gives meaning to, inside text and quotes.
-    assert escape("<a href=\"x\">&'</a>") == "&lt;a href=&quot;x&quot;&gt;&amp;&#x27;&lt;/a&gt;"
-    assert escape(1.5) == "1.5"
-    # The rule lives in one module: no page escapes with a copy of its own.
+#: A tag of HTML or SVG in a string literal: markup built in Python.
+_TAG = re.compile(r"""["'](<|</)(p|td|tr|th|table|li|ul|div|span|svg|g|text|rect|circle|"""
+                  r"""line|path|polyline|section|figure|details|summary|h[1-6]|a|code|pre|"""
+                  r"""title|nav|style|script|head|body|html|meta)[ >/]""")
+
+
+def test_html_is_written_by_templates_that_escape_every_value() -> None:
+    # Known answer: the five characters HTML gives meaning to, inside text and quotes,
+    # as Jinja2's autoescape writes them.
+    assert environment().autoescape is True
+    text = environment().from_string("<p title=\"{{ v }}\">{{ v }}</p>").render(
+        v="<a href=\"x\">&'</a>")
+    assert text == ("<p title=\"&lt;a href=&#34;x&#34;&gt;&amp;&#39;&lt;/a&gt;\">"
+                    "&lt;a href=&#34;x&#34;&gt;&amp;&#39;&lt;/a&gt;</p>")
+    # No module of dlbench builds markup from strings: every tag is in a template,
+    # every chart is matplotlib's.
     src = Path(dlbench.__file__).parent
-    escaping = sorted(str(path.relative_to(src)) for path in src.rglob("*.py")
-                      if "html.escape(" in path.read_text(encoding="utf-8"))
-    assert escaping == [str(Path("report/html/markup.py"))]
+    building = sorted(f"{path.relative_to(src)}: {match.group(0)}"
+                      for path in src.rglob("*.py")
+                      for match in _TAG.finditer(path.read_text(encoding="utf-8")))
+    assert building == []
 
 
 def test_one_page_shell_for_every_page() -> None:
-    page = page_shell("a < b", "<p>body</p>", "let x = 1;")
+    page = render_html(Report("a < b"), [])
     assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n")
     assert "<title>a &lt; b</title>" in page
     assert f'<meta name="generator" content="dlbench {dlbench.__version__}">' in page
-    assert page.endswith(f"<style>{STYLESHEET}</style>\n</head>\n<body>\n<p>body</p>\n"
-                         "<script>let x = 1;</script>\n</body>\n</html>\n")
-    # One page shell and one stylesheet: no page writes a document or a <style> of its
-    # own, and no rule of the stylesheet is given twice.
+    assert f"<style>\n{STYLESHEET}</style>" in page and page.endswith("</body>\n</html>\n")
+    # One page shell and one stylesheet: no other file of dlbench writes a document or
+    # a <style>, and no rule of the stylesheet is given twice.
     src = Path(dlbench.__file__).parent
     for marker in ("<!DOCTYPE html>", "<style"):
-        shells = sorted(str(path.relative_to(src)) for path in src.rglob("*.py")
-                        if marker in path.read_text(encoding="utf-8"))
-        assert shells == [str(Path("report/html/markup.py"))], marker
+        shells = sorted(str(path.relative_to(src)) for path in src.rglob("*")
+                        if path.is_file() and path.suffix in (".py", ".j2")
+                        and marker in path.read_text(encoding="utf-8"))
+        assert shells == [str(Path("report/templates/page.html.j2"))], marker
     selectors = re.findall(r"^([^{}\s][^{}]*)\{", STYLESHEET, flags=re.MULTILINE)
-    assert len(selectors) > 30 and len(selectors) == len(set(selectors))
+    assert len(selectors) > 25 and len(selectors) == len(set(selectors))
     assert render_html(Report("r"), []).count("<style>") == 1
 
 
 def test_the_pages_chart_is_the_png_chart() -> None:
     # Categorical x (models): points in evenly spaced slots, dodged, never joined; two
-    # units, two panels; the same y labels and legend as dlbench plot's figure.
+    # units, two panels; the same figure as dlbench plot's, inlined.
     records = [rec(m, 1, t, **{"exp.dtype": d, "results.throughput_unit": u})
                for m, t in (("bert", 10.0), ("gpt", 30.0))
                for d, u in (("float32", "tokens/s"), ("float16", "tokens/s"))]
     records += [rec("resnet", 1, 50.0, **{"exp.dtype": "int8"})]
     series = build_series(records, "exp.model", "results.throughput")
-    problems: list[str] = []
-    root = ET.fromstring(series_chart_svg(series, xlabel="exp.model",
-                                          ylabel="results.throughput", problems=problems))
-    assert problems == []
     drawn = draw_chart(series, xlabel="exp.model", ylabel="results.throughput")
-    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert chart_problems(drawn) == []
     assert drawn.labels["ylabels"] == ["results.throughput (tokens/s)",
                                        "results.throughput (samples/s)"]
+    points = [[float(x) for x in line.get_xdata()] for panel in drawn.panels
+              for line in panel.axes.get_lines() if line.get_marker() == "o"]
+    # Three slots; the two series of the first panel a quarter of a slot apart, either
+    # side of the slot's middle; none joined.
+    assert points == [[-0.125, 0.875], [0.125, 1.125], [2.0]]
+    assert all(line.get_linestyle() == "None" for panel in drawn.panels
+               for line in panel.axes.get_lines() if line.get_marker() == "o")
+    # The page's SVG is that figure: its labels, slots and legend are its text.
+    root = ET.fromstring(inline_svg(drawn.figure, ids="x-"))
+    texts = [t.text for t in root.iter(f"{SVG}text")]
     assert all(label in texts for label in drawn.labels["ylabels"])
-    legend = [" ".join(t.text or "" for t in g.iter(f"{SVG}text"))
-              for g in root.iter(f"{SVG}g") if g.get("class") == "legend-entry"]
-    assert legend == [label.replace("\n", " ") for label in drawn.labels["legend"]]
-    groups = [g for g in root.iter(f"{SVG}g") if g.get("class") == "series"]
-    assert not any(g.find(f"{SVG}polyline") is not None for g in groups)
-    # Three slots over 600 pixels from x=84, 200 pixels each; the two series of the
-    # first panel a quarter of a slot (50 px) apart, either side of the slot's middle.
-    cx = [[float(c.get("cx", "0")) for c in g.iter(f"{SVG}circle")] for g in groups]
-    assert cx == [[159.0, 359.0], [209.0, 409.0], [584.0]]
     assert [t for t in texts if t in ("bert", "gpt", "resnet")] == ["bert", "gpt", "resnet"]
+    for label in drawn.labels["legend"]:
+        assert all(line in texts for line in label.split("\n")), label
+    # and the report's chart is dlbench plot's figure of the same series.
+    for chart in report_charts(RECORDS):
+        plotted = draw_chart(chart.series, xlabel=X, ylabel=Y)
+        assert chart.drawn.labels == plotted.labels and chart.problems == []
 
 
-def test_an_html_page_is_built_without_matplotlib() -> None:
-    # The page's charts are the SVG writer's: throughput, serving curves and memory, in
-    # a fresh interpreter, leave matplotlib unloaded.
+def test_an_html_page_without_charts_is_built_without_matplotlib() -> None:
+    # A page with nothing to chart (no ok record) pays for neither matplotlib nor numpy's
+    # drawing: a fresh interpreter leaves matplotlib unloaded.
     script = (
         "import sys\n"
         "from dlbench.report.cells import Report\n"
         "from dlbench.report.html.page import render_html\n"
         "from tests.unit.test_report_html import RECORDS\n"
-        "from tests.unit.test_report_serving import _sweep\n"
-        "memory = dict(RECORDS[0], **{'results.memory.weights_bytes': 4096})\n"
-        "page = render_html(Report('r'), [*RECORDS, *_sweep(), memory])\n"
-        "assert page.count('<svg') == 4, page.count('<svg')\n"
+        "failed = [dict(r, **{'exp.status': 'failure'}) for r in RECORDS]\n"
+        "page = render_html(Report('r'), failed)\n"
+        "assert page.count('<svg') == 0 and 'Failures (5)' in page\n"
         "print('matplotlib' in sys.modules)\n")
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo / "src"), str(repo)])}
@@ -318,7 +335,11 @@ def test_an_html_page_is_built_without_matplotlib() -> None:
     assert done.stdout == "False\n"
 
 
-def test_list_items_escape_each_text() -> None:
-    assert list_items(["a<b", 2, "x & 'y'"]) == (
-        "<li>a&lt;b</li><li>2</li><li>x &amp; &#x27;y&#x27;</li>")
-    assert list_items(iter([])) == ""
+def test_cells_known_answers() -> None:
+    assert cell(None) == Cell("-", missing=True)
+    assert cell(float("nan")) == Cell("-", missing=True)
+    assert cell("x<y") == Cell("x<y")  # escaped by the template, not here
+    assert cell(1234.5, "{:.1f}") == Cell("1234.5", "1234.5")
+    assert cell(Measured(100.0, 2.0, 3)) == Cell("100.00 ±2.0%", "100.0",
+                                                 "mean of 3 run(s), sample sd 2.00")
+    assert number_cell(float("inf"), "inf") == Cell("-", missing=True)

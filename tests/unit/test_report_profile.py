@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -14,9 +13,8 @@ from dlbench.report.cells import Report
 from dlbench.report.charts.axes import nice_step
 from dlbench.report.compare.compare import compare_records
 from dlbench.report.compare.formatting import format_comparison
-from dlbench.report.html.memory import memory_chart_svg, unit_for
-from dlbench.report.html.operator_table import operator_table_html
-from dlbench.report.html.page import profiles_section_html, render_html
+from dlbench.report.html.memory import draw_memory_chart, unit_for
+from dlbench.report.html.page import profiles_section, render_html
 from dlbench.report.operators import OperatorChange, compare_operators, record_operators
 
 EVIL = '<script>alert(1)</script>"onmouseover="alert(2)'
@@ -93,23 +91,29 @@ def test_operators_are_per_step_largest_first_on_the_ranked_time() -> None:
     assert [(o.name, o.self_ms) for o in record_operators(gpu)] == [("k2", 1.5), ("k1", 0.5)]
 
 
+def _operators(records: list[dict[str, Any]]) -> str:
+    """The operator tables of the page of ``records``."""
+    page = render_html(Report("r"), records)
+    return page[page.index("<h3>Operators by self time"):page.index('<section id="failures">')]
+
+
 def test_operator_table_content_order_and_shares() -> None:
     record = rec([op("aten::mm", 30.0, 0.6, 4), op("aten::relu", 0.25, 0.005, 6)],
                  results__profile__utilization=0.9)
-    page = operator_table_html(3, record, "toy training", open_=True)
+    page = _operators([rec(), rec(), rec(), record])
     rows = [r for r in parse(page).rows if r]
     assert rows == [["aten::mm", "15.00", "60.0%", "2"], ["aten::relu", "0.125", "0.5%", "3"]]
     assert "self ms / step" in page and "share of step" in page and "calls / step" in page
     assert "listed: 60.5% of the step; busy: 90.0%" in page
     assert 'href="#exp-3"' in page and "<details class=\"operators\" open>" in page
+    assert "<td><code>aten::mm</code></td>" in page
     # Without the window's batches the table says it shows whole-window figures.
-    whole = operator_table_html(0, rec([op("aten::mm", 30.0, 0.6, 4)], batches=0), "x")
+    whole = _operators([rec([op("aten::mm", 30.0, 0.6, 4)], batches=0)])
     assert [r for r in parse(whole).rows if r] == [["aten::mm", "30.00", "60.0%", "4"]]
     assert "self ms / window" in whole
-
-
-def bars(svg: str) -> list[ET.Element]:
-    return ET.fromstring(svg).findall(f"{SVG}rect[@class='seg']")
+    # More than four profiled experiments: their tables start closed.
+    many = _operators([rec([op("aten::mm", 30.0, 0.6, 4)])] * 5)
+    assert many.count('<details class="operators">') == 5
 
 
 def test_memory_bars_are_proportional_to_bytes_on_one_axis() -> None:
@@ -121,35 +125,30 @@ def test_memory_bars_are_proportional_to_bytes_on_one_axis() -> None:
               results__memory__optimizer_bytes=2_000_000,
               results__memory__activations_bytes=4_000_000,
               results__memory__peak_bytes=9_000_000)
-    svg = memory_chart_svg([("small", small), ("big", big), ("none", rec())])
-    root = ET.fromstring(svg)  # well-formed: it can be parsed as XML
-    segments = bars(svg)
-    # Zero-byte parts and records without figures draw nothing.
-    assert [(s.get("data-part"), s.get("data-bytes")) for s in segments] == [
-        ("weights", "1000000"), ("optimizer state", "2000000"), ("activations", "500000"),
-        ("weights", "1000000"), ("gradients", "1000000"), ("optimizer state", "2000000"),
-        ("activations", "4000000")]
-    # One scale for every segment of every row (widths are written to 1e-4 px).
-    scale = float(segments[-1].get("width", "")) / 4_000_000
-    for segment in segments:
-        assert float(segment.get("width", "")) == pytest.approx(
-            float(segment.get("data-bytes", "")) * scale, abs=2e-4)
-    # Stacked: each segment starts where the one before it on its row ends.
-    for row in (segments[:3], segments[3:]):
-        for before, after in itertools.pairwise(row):
-            assert float(after.get("x", "")) == pytest.approx(
-                float(before.get("x", "")) + float(before.get("width", "")), abs=1e-3)
-    # The peak's mark sits at its bytes on the same axis.
-    left = float(segments[0].get("x", ""))
-    peak = root.find(f"{SVG}g[@class='peak']")
-    assert peak is not None and peak.get("data-bytes") == "9000000"
-    line = peak.find(f"{SVG}line")
-    assert line is not None
-    assert float(line.get("x1", "")) - left == pytest.approx(9_000_000 * scale, abs=1e-3)
-    # 9,000,000 B = 8.58 MiB: the axis is in MiB, ticks 0, 2, ... 10.
-    texts = [t.text for t in root.iter(f"{SVG}text")]
-    assert "memory (MiB)" in texts and "10" in texts
-    assert memory_chart_svg([("none", rec())]) == ""
+    figure = draw_memory_chart([("small", small), ("big", big), ("none", rec())])
+    assert figure is not None
+    (axes,) = figure.axes
+    mib = 1024.0**2
+    # Zero-byte parts and records without figures draw nothing; every segment is its
+    # bytes on one axis in MiB, stacked from where the one before it on its row ends.
+    segments = [(p.get_gid(), p.get_x(), p.get_width()) for p in axes.patches]
+    assert [gid for gid, _, _ in segments] == [
+        "memory-0-weights", "memory-0-optimizer-state", "memory-0-activations",
+        "memory-1-weights", "memory-1-gradients", "memory-1-optimizer-state",
+        "memory-1-activations"]
+    widths = [1e6, 2e6, 5e5, 1e6, 1e6, 2e6, 4e6]
+    assert [w for _, _, w in segments] == pytest.approx([b / mib for b in widths])
+    starts = [0.0, 1e6, 3e6, 0.0, 1e6, 2e6, 4e6]
+    assert [x for _, x, _ in segments] == pytest.approx([b / mib for b in starts])
+    # The peak's mark sits at its bytes on the same axis, on the big row (the second).
+    (peak,) = [line for line in axes.get_lines() if line.get_gid() == "memory-peak-1"]
+    assert list(peak.get_xydata()[0]) == pytest.approx([9e6 / mib, 1.0])
+    # 9,000,000 B = 8.58 MiB: the axis is in MiB, ticks 0, 2, ... 10; rows by label.
+    assert axes.get_xlabel() == "memory (MiB)"
+    assert [t.get_text() for t in axes.get_xticklabels()][-1] == "10"
+    assert [t.get_text() for t in axes.get_yticklabels()] == ["small", "big"]
+    assert [t.get_text() for t in axes.texts] == ["3.338 MiB", "7.629 MiB"]
+    assert draw_memory_chart([("none", rec())]) is None
 
 
 def test_units_and_ticks() -> None:
@@ -169,15 +168,15 @@ def test_hostile_operator_and_label_are_escaped_everywhere() -> None:
     assert not [name for name, _ in parsed.attrs if name.startswith("on")]
     assert "<script>alert" not in page
     section = page[page.index('<section id="profiles">'):page.index('<section id="failures">')]
-    assert EVIL not in section and "&lt;script&gt;alert(1)&lt;/script&gt;&quot;" in section
-    # The chart stays well-formed XML with the label inside it.
+    assert EVIL not in section and "&lt;script&gt;alert(1)&lt;/script&gt;&#34;" in section
+    # The chart stays well-formed XML with the label inside it, as matplotlib wrote it.
     svg = section[section.index("<svg"):section.index("</svg>") + 6]
-    titles = [t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}title")]
-    assert any(EVIL in t for t in titles)
+    texts = [t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}text")]
+    assert any("<script>alert(1)" in t for t in texts)
 
 
 def test_no_section_without_profiles_or_memory() -> None:
-    assert profiles_section_html([rec()], ["toy"]) == ""
+    assert profiles_section([rec()], ["toy"]) is None
     assert 'id="profiles"' not in render_html(Report("r"), [rec()])
 
 

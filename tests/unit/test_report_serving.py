@@ -5,7 +5,7 @@ records built here, with known answers."""
 from __future__ import annotations
 
 import json
-import math
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,6 @@ from dlbench.report.render import render_report
 from dlbench.report.serving.chart import draw_serving_chart
 from dlbench.report.serving.curves import ServingPoint, find_knee
 from dlbench.report.serving.report import build_serving_report, short_reason
-from dlbench.report.serving.section import serving_chart_svg
 from dlbench.results.export import write_records
 
 LOADS = [40.0, 80.0, 120.0, 160.0, 180.0, 190.0]
@@ -217,38 +216,25 @@ def test_the_chart_marks_bound_knee_and_invalid_points() -> None:
 
 def test_the_pages_svg_chart_is_the_png_chart() -> None:
     steep = [8.0, 10.0, 15.0, 30.0, 90.0, 170.0]
-    report = build_serving_report([*_sweep(steep), *_sweep(**{"exp.replica_batch": 4})])
-    problems: list[str] = []
-    root = ET.fromstring(serving_chart_svg(report.curves, problems))
-    assert problems == []
+    records = [*_sweep(steep), *_sweep(**{"exp.replica_batch": 4})]
+    report = build_serving_report(records)
+    page = render_html(report, records)
+    [svg] = re.findall(r"<svg.*?</svg>", page.split('<section id="serving">')[1], re.S)
+    root = ET.fromstring(svg)
     ns = "{http://www.w3.org/2000/svg}"
     drawn = draw_serving_chart(report.curves)
+    # The page carries matplotlib's figure: its axis labels and legend as text, and
+    # each mark under its gid, named for this chart of the page.
     texts = [t.text for t in root.iter(f"{ns}text")]
-    # The same axis labels, and the same legend, as the matplotlib chart (whose labels
-    # are wrapped at another width).
     assert drawn.labels["ylabels"] == ["p90 latency (ms)"] and "p90 latency (ms)" in texts
     assert drawn.labels["xlabel"] in texts
-    legend = [" ".join(t.text or "" for t in g.iter(f"{ns}text"))
-              for g in root.iter(f"{ns}g") if g.get("class") == "legend-entry"]
-    assert legend == [label.replace("\n", " ") for label in drawn.labels["legend"]]
-    # A log axis (170 ms is over 20 times 8 ms): ticks at the powers of ten in range.
-    grid = {t.text: float(t.get("y", "0")) - 4 for t in root.iter(f"{ns}text")
-            if t.get("text-anchor") == "end"}
-    assert list(grid) == ["10", "100"]
-    # The bound (100 ms) lies on the grid line of 100; a decade down is the same
-    # distance again for each further decade: 8 ms sits log10(10/8) of one below 10.
-    [bound] = [p for p in root.iter(f"{ns}polyline") if "bound-0" in (p.get("class") or "")]
-    assert float(bound.get("points", "").split(",")[1].split()[0]) == pytest.approx(
-        grid["100"], abs=0.01)
-    decade = grid["10"] - grid["100"]
-    points = {(c.get("class"), c.get("data-x")): c for c in root.iter()
-              if c.get("data-x") is not None}
-    lowest = points[("point", "39.9")]
-    assert float(lowest.get("cy", "0")) == pytest.approx(
-        grid["10"] + decade * math.log10(10 / 8), abs=0.01)
-    # The knee is a star at 171 queries/s; the run over the bound, a hollow circle.
-    assert points[("knee", "171.0")].tag == f"{ns}polygon"
-    assert points[("point", "165.0")].get("fill") == "#ffffff"
+    for label in drawn.labels["legend"]:
+        assert all(line in texts for line in label.split("\n")), label
+    ids = {g.get("id") for g in root.iter(f"{ns}g")}
+    assert {"serving-0-serving-knee-0", "serving-0-serving-invalid-1",
+            "serving-0-serving-bound-0"} <= ids
+    # A log axis (170 ms is over 20 times 8 ms): its ticks are matplotlib's powers of ten.
+    assert {"10", "100"} <= set(texts)
 
 
 def test_the_html_section_with_the_serving_report_and_with_another() -> None:
@@ -256,7 +242,7 @@ def test_the_html_section_with_the_serving_report_and_with_another() -> None:
     page = render_html(build_serving_report(records), records)
     section = page.split('<section id="serving">')[1].split("</section>")[0]
     assert "<h2>Serving curves</h2>" in section and section.count("<svg") == 1
-    assert 'class="limit limit-0"' in section  # no bound: the 2x limit, dotted
+    assert 'id="serving-0-serving-limit-0"' in section  # no bound: the 2x limit, dotted
     assert "<table" not in section  # the serving report's tables are under Tables
     # Another report's page (no throughput: no other chart to draw) shows the tables.
     batch = {"exp.status": "ok", "exp.framework": "fake", "exp.model": "resnet50",

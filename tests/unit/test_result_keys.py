@@ -14,7 +14,6 @@ import pytest
 from dlbench.cli.main import main
 from dlbench.measure.combine import combine_repeats
 from dlbench.measure.monitor import ResourceMonitor
-from dlbench.measure.stats import rank_results, summarize_times
 from dlbench.measure.sysinfo import gpu_info, host_info
 from dlbench.results.keys import lookup as keys
 from dlbench.results.keys.lookup import (
@@ -32,6 +31,7 @@ from dlbench.results.keys.lookup import (
 from dlbench.results.keys.table import AGGREGATES, PLACEHOLDERS, RESULT_KEYS
 from dlbench.results.log.file import LogWriter
 from dlbench.results.log.parser import parse_log
+from dlbench.results.stats import rank_results, summarize_times
 from dlbench.results.values import is_number
 from tests.unit.test_measure_monitor import FakeNvml as MonitorNvml
 from tests.unit.test_measure_sysinfo import FakeNvml as SysinfoNvml

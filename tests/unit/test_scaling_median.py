@@ -21,7 +21,7 @@ import pytest
 from dlbench.cli.main import main
 from dlbench.report.cells import Report, Table
 from dlbench.report.tables.reports import build_table_report, is_time_variable, time_title
-from dlbench.measure.stats import summarize_times
+from dlbench.results.stats import summarize_times
 
 # model, printed speedup on 2 GPUs, printed efficiency (%)
 CIFAR10_2GPUS = [("alexnet", "1.17", 58.70), ("resnet20", "1.51", 75.65),

@@ -326,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in COMMANDS:
         add(sub)
+    # `dlbench help --flags` lists this parser's options: handed over, not imported back.
+    sub.choices["help"].set_defaults(root_parser=parser)
     return parser
 
 

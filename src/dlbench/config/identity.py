@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from dlbench.config.catalog import FRAMEWORKS
@@ -39,7 +39,7 @@ from dlbench.config.dlbs_names import is_dlbs_name
 from dlbench.config.external import SOURCES as MODEL_SOURCES
 from dlbench.config.registry import REGISTRY, USER_NAMESPACE
 
-__all__ = ["belongs_to", "configuration_hash", "identity_parameters"]
+__all__ = ["belongs_to", "configuration_hash", "identity_parameters", "varying_parameters"]
 
 
 def belongs_to(name: str, framework: Any, model: Any = None) -> bool:
@@ -111,3 +111,26 @@ def identity_parameters(
                  or (carried and is_dlbs_name(name)))
         ]
     return chosen
+
+
+def varying_parameters(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The parameters that tell a sweep's experiments apart: those that define the
+    measurement or are the user's own, are not derived, and take more than one value
+    among the experiments that have them (a framework's own parameters are absent from
+    another framework's experiments, which ``exp.framework`` already tells apart).
+    In the order they first appear.
+
+    >>> varying_parameters([{"exp.framework": "pytorch", "pytorch.seed": 0},
+    ...                     {"exp.framework": "fake", "fake.step_ms": 5}])
+    ['exp.framework']
+    """
+    present: dict[str, None] = {}
+    for experiment in experiments:
+        present.update(dict.fromkeys(experiment))
+    # The number of replicas is derived, yet it is what scaling studies vary.
+    labels = {*identity_parameters(present, user=True, carried=True), "exp.num_replicas"}
+    names = [name for name in present if name in labels]
+    return [
+        name for name in names
+        if len({json.dumps(e[name], sort_keys=True) for e in experiments if name in e}) > 1
+    ]

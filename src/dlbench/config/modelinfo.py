@@ -70,7 +70,7 @@ class ModelInfo:
     # Token ids of language models are below this (real text is hashed into it).
     vocab_size: int | None = None
     # Its builders: framework id -> `module:function` building the model, imported only
-    # in the worker (dlbench.models.load_builders); built_by() writes them in one line.
+    # in the worker (dlbench.models.builders.load_builders); built_by() writes them in one line.
     # A framework's builder table is every model whose builders name it
     # (dlbench.config.zoo.zoo_builders). Left out of the hash: a dict has none.
     builders: Mapping[str, str] = field(default_factory=dict, hash=False)

@@ -12,9 +12,8 @@ in ``exp.id``: where the log goes or how often to retry does not change the numb
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from dlbench.config.catalog import (
@@ -55,7 +54,7 @@ __all__ = ["CONTAINER_ENGINE_COMMANDS", "PARAM_TYPES", "REGISTRY", "USER_NAMESPA
            "ParameterRegistry", "container_image", "found_batch_parameters", "is_user_param",
            "parse_container_mount",
            "register_framework", "register_model", "unregister_framework",
-           "unregister_model", "varying_parameters"]
+           "unregister_model"]
 
 #: Namespace open to a user's own values and references.
 USER_NAMESPACE = "user."
@@ -410,29 +409,3 @@ def unregister_model(model_id: str) -> None:
     """Remove a model added with :func:`register_model`."""
     remove_model(model_id)
     REGISTRY.reset(_all_params())
-
-
-def varying_parameters(experiments: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The parameters that tell a sweep's experiments apart: those that define the
-    measurement or are the user's own, are not derived, and take more than one value
-    among the experiments that have them (a framework's own parameters are absent from
-    another framework's experiments, which ``exp.framework`` already tells apart).
-    In the order they first appear.
-
-    >>> varying_parameters([{"exp.framework": "pytorch", "pytorch.seed": 0},
-    ...                     {"exp.framework": "fake", "fake.step_ms": 5}])
-    ['exp.framework']
-    """
-    # Imported here: the rule reads this module's REGISTRY.
-    from dlbench.config.identity import identity_parameters
-
-    present: dict[str, None] = {}
-    for experiment in experiments:
-        present.update(dict.fromkeys(experiment))
-    # The number of replicas is derived, yet it is what scaling studies vary.
-    labels = {*identity_parameters(present, user=True, carried=True), "exp.num_replicas"}
-    names = [name for name in present if name in labels]
-    return [
-        name for name in names
-        if len({json.dumps(e[name], sort_keys=True) for e in experiments if name in e}) > 1
-    ]

@@ -18,7 +18,7 @@ from dlbench.results.values import is_number
 from dlbench.textsafe import safe_text
 
 if TYPE_CHECKING:
-    from dlbench.launch.sweep import Outcome
+    from dlbench.launch.outcome import Outcome
 
 Reporter = Callable[[str], None]
 

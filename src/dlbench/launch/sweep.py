@@ -25,16 +25,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlbench.config.registry import varying_parameters
+from dlbench.config.identity import varying_parameters
 from dlbench.launch.deadline import AUTO, timeout_bound
 from dlbench.launch.launchers import LaunchContext, Launcher
 from dlbench.launch.live import LiveStatus, plain_seconds
 from dlbench.launch.oom_memo import OOM_QUERY, OutOfMemoryMemo, skipped_record
 from dlbench.launch.order import SEQUENTIAL, Order
+from dlbench.launch.outcome import Outcome, SweepResult
 from dlbench.launch.progress_bar import Progress, Reporter
 from dlbench.launch.records import write_combined
 from dlbench.launch.rundir_lock import lock_run_directories
@@ -42,36 +42,6 @@ from dlbench.launch.signals import sweep_signals
 from dlbench.results.store import Store
 
 __all__ = ["Outcome", "Sweep", "SweepResult", "should_run"]
-
-
-@dataclass
-class Outcome:
-    """What became of one experiment of the sweep."""
-
-    record: dict[str, Any]
-    ran: bool  # False when an earlier result was kept (exp.rerun) or it was skipped
-    seconds: float = 0.0
-    skipped: bool = False  # not run: a smaller batch ran out of memory (launch.oom_memo)
-
-    @property
-    def status(self) -> str:
-        """The experiment's ``exp.status``."""
-        return str(self.record.get("exp.status", ""))
-
-
-@dataclass
-class SweepResult:
-    """Every experiment's outcome, in plan order; ``interrupted`` after Ctrl-C/SIGTERM,
-    ``stopped`` after SIGUSR1 (the experiments after the last one here never started)."""
-
-    outcomes: list[Outcome] = field(default_factory=list)
-    interrupted: bool = False
-    stopped: bool = False
-
-    @property
-    def failed(self) -> list[Outcome]:
-        """Outcomes that did not end ok."""
-        return [o for o in self.outcomes if o.status != "ok"]
 
 
 def should_run(experiment: Mapping[str, Any], earlier: Mapping[str, Any] | None) -> bool:

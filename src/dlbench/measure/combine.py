@@ -15,7 +15,7 @@ rules and nothing else, so the rules are read in one place:
   result is unstable, with each text labelled by its process), texts comma-joined
   once each;
 - ``pooled``: the statistic of every process's batch times together
-  (:func:`~dlbench.measure.stats.summarize_times` of the joined ``results.time_data``);
+  (:func:`~dlbench.results.stats.summarize_times` of the joined ``results.time_data``);
 - ``recomputed``: computed again from the combined figures (:data:`_RECOMPUTED`);
 - ``none``: not combined; each process's own log keeps it.
 
@@ -31,8 +31,8 @@ from typing import Any
 
 from dlbench.config.registry import found_batch_parameters
 from dlbench.measure.peak.peaks import checked_mfu
-from dlbench.measure.stats import mean, sample_std, summarize_times, t_quantile_975
 from dlbench.results.keys.lookup import KEY_PREFIXES, lookup
+from dlbench.results.stats import mean, sample_std, summarize_times, t_quantile_975
 from dlbench.results.values import is_number
 
 __all__ = ["COPIES", "REPEATS", "combine_repeats", "combine_results", "found_batch_outcome",
@@ -83,13 +83,13 @@ def _concat(values: _Values, label: str) -> Any:
     return None
 
 
-def _mean(values: _Values) -> Any:
+def _mean_of_numbers(values: _Values) -> Any:
     numbers = _numbers(values)
     return None if numbers is None else mean(numbers)
 
 
 _PLAIN: dict[str, Callable[[_Values], Any]] = {
-    "mean": _mean,
+    "mean": _mean_of_numbers,
     "sum": _sum,
     "max": lambda v: max(v) if _ordered(v) else None,
     "min": lambda v: min(v) if _ordered(v) else None,

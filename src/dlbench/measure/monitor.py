@@ -55,6 +55,7 @@ import psutil
 from dlbench.measure.cpu_memory import ProcessTree, busy_seconds
 from dlbench.measure.nvml import GpuSampler, load_nvml, reason_shares
 from dlbench.measure.rapl import RAPL_ROOT, RaplEnergy
+from dlbench.results.stats import mean
 
 #: Shortest interval whose CPU percentages count towards a maximum: a few 10 ms ticks.
 MIN_RATE_SPAN = 0.03
@@ -279,7 +280,7 @@ class ResourceMonitor:
                 steady = [v for v, s in pairs if s >= MIN_RATE_SPAN] or values
                 out[f"results.use.{name}_max"] = max(steady)
             else:
-                out[f"results.use.{name}_mean"] = math.fsum(values) / len(values)
+                out[f"results.use.{name}_mean"] = mean(values)
                 out[f"results.use.{name}_max"] = max(values)
         out.update(self._energy())
         return out

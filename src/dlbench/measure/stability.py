@@ -37,9 +37,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dlbench.measure.stats import percentile
 from dlbench.results.magnitude import duration_text
 from dlbench.results.noise import CPU_CONTENTION, GPU_SHARED, SPREAD_PREFIXES
+from dlbench.results.stats import percentile
 
 #: Fewer timed batches than this say little about the spread.
 MIN_BATCHES = 5

@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dlbench.measure.stats import ci95_half_width, mean
 from dlbench.measure.timers import BatchTimer, Clock, HostTimer, Step, Sync
+from dlbench.results.stats import ci95_half_width, mean
 
 #: Called with ``"timed_start"`` and ``"timed_end"`` around the timed batches (the
 #: resource monitor takes a sample there), and the index of the batch that comes next
@@ -75,7 +75,7 @@ class AutoStop:
     """Stop the timed batches when the mean is known well enough.
 
     The 95% confidence interval of the mean (batch means, see
-    :func:`~dlbench.measure.stats.ci95_half_width`) is computed only once at least
+    :func:`~dlbench.results.stats.ci95_half_width`) is computed only once at least
     ``min_batches`` batches and ``min_seconds`` have run, and then only every
     ``max(1, n // CHECK_FRACTION)`` batches: each check reads all ``n`` times, so
     checking every batch would cost O(n²) in a long run; this way the amortised cost

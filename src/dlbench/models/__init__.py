@@ -3,128 +3,22 @@
 A model's metadata (input shape, classes, published parameter count) lives in
 ``dlbench.config.catalog``; this package only builds models. Importing it does not
 import any framework: the runner may import it to plan, and only the worker, which
-calls a builder, pays for importing torch.
-
-Example::
-
-    from dlbench.config.catalog import MODELS, model_input_shape
-    from dlbench.models import build_pytorch_model
-
-    info = MODELS["resnet50"]
-    model = build_pytorch_model(info.id, model_input_shape(info, 112), info.num_classes)
+calls a builder, pays for importing torch. The builder tables and the input checks are
+in :mod:`dlbench.models.builders`, PyTorch's entry in :mod:`dlbench.models.build_pytorch`.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from dlbench.config.catalog import FRAMEWORKS, MODELS
-from dlbench.config.frameworks import DECLARATIONS
-from dlbench.errors import WorkerError
-
-if TYPE_CHECKING:
-    from torch import nn
+from dlbench.models.build_pytorch import build_pytorch_model
+from dlbench.models.builders import (
+    MIN_IMAGE_SIZE,
+    ImageTooSmall,
+    check_input_shape,
+    load_builders,
+    model_builder,
+)
 
 __all__ = [
     "MIN_IMAGE_SIZE", "ImageTooSmall", "build_pytorch_model", "check_input_shape",
     "load_builders", "model_builder",
 ]
-
-_Builder = TypeVar("_Builder")
-
-#: The smallest image side (pixels) of the models that have one, from the catalog.
-MIN_IMAGE_SIZE: dict[str, int] = {
-    info.id: info.min_image_size for info in MODELS.values() if info.min_image_size
-}
-
-
-class ImageTooSmall(WorkerError):
-    """``exp.image_size`` is below the smallest side a model can compute."""
-
-    def __init__(self, model_id: str, size: int, minimum: int) -> None:
-        super().__init__(
-            f"exp.image_size={size} is too small for {model_id}: its pooling layers need "
-            f"images of at least {minimum} pixels (0 keeps the published size)"
-        )
-        self.model_id = model_id
-        self.size = size
-        self.minimum = minimum
-
-
-def check_input_shape(model_id: str, input_shape: tuple[int, ...]) -> None:
-    """Raise :class:`ImageTooSmall` if ``input_shape`` (one sample, ``(C, H, W)`` for
-    images) is too small for ``model_id``; torch-free, so a planner may call it too."""
-    info = MODELS.get(model_id)  # read now: a registered model counts too
-    minimum = info.min_image_size if info is not None else None
-    if minimum is None or len(input_shape) < 2:
-        return
-    size = min(input_shape[-2:])
-    if size < minimum:
-        raise ImageTooSmall(model_id, size, minimum)
-
-
-def load_builders(paths: Mapping[str, str]) -> dict[str, Any]:
-    """A framework's builder table, ``{model id: builder}``, from its declaration's
-    ``{model id: "module:function"}`` (:attr:`FrameworkInfo.builders
-    <dlbench.config.frameworks.base.FrameworkInfo.builders>`, derived from the
-    models' zoo entries): the one list of the models a framework defines, readable by
-    the planner without importing the framework, resolved here in the worker."""
-    table = {}
-    for model_id, path in paths.items():
-        module, _, function = path.partition(":")
-        table[model_id] = getattr(importlib.import_module(module), function)
-    return table
-
-
-def _registered_builder(builders: Mapping[str, Any], model_id: str) -> Any:
-    """The builder of ``model_id`` when it was registered after ``builders`` was loaded
-    from a framework's declaration (``dlbench.config.registry.register_model``): from
-    that framework's current table in the catalog; None when there is none."""
-    for declared in DECLARATIONS:
-        if declared.builders and set(declared.builders) == set(builders):
-            current = FRAMEWORKS.get(declared.id)
-            if current is not None and model_id in current.builders:
-                return load_builders({model_id: current.builders[model_id]})[model_id]
-    return None
-
-
-def model_builder(
-    builders: Mapping[str, _Builder], framework: str, model_id: str,
-    input_shape: tuple[int, ...],
-) -> _Builder:
-    """``builders[model_id]``, once ``input_shape`` suits the model
-    (:func:`check_input_shape`). Raises :class:`KeyError` naming ``framework`` and its
-    known ids when it has no builder for ``model_id`` (a bug: the planner refuses such
-    models)."""
-    try:
-        builder = builders[model_id]
-    except KeyError:
-        builder = _registered_builder(builders, model_id)
-        if builder is None:
-            known = ", ".join(sorted(builders))
-            raise KeyError(
-                f"no {framework} builder for model {model_id!r}; known: {known}") from None
-    check_input_shape(model_id, input_shape)
-    return builder
-
-
-def build_pytorch_model(model_id: str, input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
-    """Build the PyTorch module of ``model_id`` for samples of ``input_shape``.
-
-    ``input_shape`` is one sample's shape, as ``model_input_shape`` gives it; the
-    module maps a float batch ``(N, *input_shape)`` to logits ``(N, num_classes)``.
-    Parameters are freshly initialised on the default device (CPU unless a
-    ``torch.device`` context says otherwise). Raises :class:`KeyError` for an id
-    without a PyTorch builder (a bug: the planner validates ids) and
-    :class:`ImageTooSmall` when the image side is below :data:`MIN_IMAGE_SIZE`.
-
-    Example: ``build_pytorch_model("toy", (64,), 10)(torch.zeros(2, 64))`` has shape
-    ``(2, 10)``.
-    """
-    # Imported here so that importing dlbench.models never imports torch.
-    from dlbench.models.pytorch import PYTORCH_BUILDERS
-
-    return model_builder(PYTORCH_BUILDERS, "PyTorch", model_id, input_shape)(
-        input_shape, num_classes)

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from dlbench.config.identity import identity_parameters as configuration_parameters
 from dlbench.errors import ResultsError
 from dlbench.report.cells import Table
+from dlbench.results.stats import mean, sample_std
 
 Record = Mapping[str, Any]
 _R = TypeVar("_R", bound=Mapping[str, Any])
@@ -132,25 +133,15 @@ def table_report_keys(target: str) -> list[str]:
 
 
 def summarize(values: Sequence[float]) -> Measured:
-    """Mean, sample standard deviation (n - 1 in the denominator) and count.
+    """Mean, sample standard deviation (n - 1 in the denominator) and count, by
+    :mod:`dlbench.results.stats`.
 
     ``summarize([10, 12, 14])`` is mean 12, sd 2, n 3. ``ValueError`` when empty.
     """
     if not values:
         raise ValueError("summarize needs at least one value")
     n = len(values)
-    mean = math.fsum(values) / n
-    if n == 1:
-        return Measured(mean, None, n)
-    # NumPy is loaded when a spread is computed, not by each module that imports
-    # these rules for their keys and formats.
-    import numpy as np
-
-    # Each square correctly rounded (x * x; Python's ** 2 is the C library's pow, off
-    # by one unit in the last place for about one value in a thousand), summed exactly.
-    deviations = np.asarray(values, dtype=float) - mean
-    sd = math.sqrt(math.fsum((deviations * deviations).tolist()) / (n - 1))
-    return Measured(mean, sd, n)
+    return Measured(mean(values), sample_std(values) if n > 1 else None, n)
 
 
 def trim_extremes(values: Sequence[float]) -> list[float]:
@@ -372,15 +363,3 @@ def value_order(value: Any) -> tuple[int, Any]:
     if isinstance(value, str):
         return (1, value)
     return (2, json.dumps(value, sort_keys=True))
-
-
-def quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile with linear interpolation between order statistics (numpy's
-    default): position q * (n - 1) in the sorted values. ``ValueError`` when empty."""
-    if not values:
-        raise ValueError("quantile of no values")
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

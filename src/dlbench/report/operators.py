@@ -21,11 +21,11 @@ Example::
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dlbench.results.stats import mean
 from dlbench.results.values import is_number as _is_number
 
 TOP_OPS = "results.profile.top_ops"
@@ -132,7 +132,7 @@ def _side_means(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     for record in records:
         for op in record_operators(record):
             seen.setdefault(op.name, []).append(op.self_ms)
-    return {name: statistics.fmean(values) for name, values in seen.items()}
+    return {name: mean(values) for name, values in seen.items()}
 
 
 def compare_operators(

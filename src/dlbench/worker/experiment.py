@@ -27,17 +27,17 @@ from dlbench.measure.loadgen.scenario import run_scenario
 from dlbench.measure.monitor import ResourceMonitor
 from dlbench.measure.peak.peaks import lookup_peak, measured_peaks, model_flops_utilization
 from dlbench.measure.stability import verdict
-from dlbench.measure.stats import (
+from dlbench.measure.sysinfo import host_info, split_cores
+from dlbench.measure.timing import AutoStop, AutoWarmup, Marker, Timing, run_batches
+from dlbench.results.log.file import LOG_FILE_ENV, LogWriter
+from dlbench.results.log.progress_keys import FAILURE_KIND_KEY, where_text
+from dlbench.results.stats import (
     rank_results,
     step_times,
     summarize_times,
     throughput,
     throughput_batch_mean,
 )
-from dlbench.measure.sysinfo import host_info, split_cores
-from dlbench.measure.timing import AutoStop, AutoWarmup, Marker, Timing, run_batches
-from dlbench.results.log.file import LOG_FILE_ENV, LogWriter
-from dlbench.results.log.progress_keys import FAILURE_KIND_KEY, where_text
 from dlbench.worker.accuracy import train_to_accuracy
 from dlbench.worker.autobatch import find_largest_batch
 from dlbench.worker.extras import measure_memory, profile_window

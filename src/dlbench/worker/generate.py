@@ -30,10 +30,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from dlbench.config.scenarios.registry import issues_queries
 from dlbench.errors import WorkerError
-from dlbench.measure.loadgen.results import loadgen_percentile
 from dlbench.measure.loadgen.scenario import run_scenario
-from dlbench.measure.stats import summarize_times
 from dlbench.measure.timing import AutoStop, AutoWarmup, run_batches
+from dlbench.results.stats import loadgen_percentile, mean, mean_or_none, summarize_times
 from dlbench.worker.heartbeat import ProgressWriter
 
 __all__ = ["Generation", "Generator", "generate", "generate_results", "generation_results"]
@@ -115,10 +114,10 @@ def generation_results(generations: Sequence[Generation], waits_ms: Sequence[flo
             inter.extend(g.token_ms[1:])
     per_request = [output_tokens * 1000.0 / ms for ms in latency]
     return {
-        "results.ttft_mean": math.fsum(ttft) / len(ttft),
+        "results.ttft_mean": mean(ttft),
         "results.ttft_p50": loadgen_percentile(ttft, 50),
         "results.ttft_p99": loadgen_percentile(ttft, 99),
-        "results.tpot_mean": math.fsum(inter) / len(inter) if inter else None,
+        "results.tpot_mean": mean_or_none(inter),
         "results.tpot_p50": loadgen_percentile(inter, 50) if inter else None,
         "results.tpot_p99": loadgen_percentile(inter, 99) if inter else None,
         "results.request_tokens_per_s_p50": loadgen_percentile(per_request, 50),

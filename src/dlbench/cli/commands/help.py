@@ -218,10 +218,8 @@ def show_help(args: argparse.Namespace) -> int:
                 *((name, suite_description(name)) for name in suite_names())]
         lines += wrapped_rows(rows)
     if args.flags:
-        # Imported here: the parser is built by the module that imports this one.
-        from dlbench.cli.main import build_parser
-
-        lines += flag_lines(build_parser())
+        # The parser that parsed this command (cli.main sets it), every command's.
+        lines += flag_lines(args.root_parser)
     if args.results is not None:
         keys = _result_keys(args.results) if args.results else describe_keys(None)
         lines += keys or ["no result key matches"]

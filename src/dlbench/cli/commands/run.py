@@ -13,7 +13,7 @@ from dlbench.cli.usage import warn
 from dlbench.config import load_spec, plan_experiments
 from dlbench.config.catalog import model_info
 from dlbench.config.external import hf_summary
-from dlbench.config.registry import varying_parameters
+from dlbench.config.identity import varying_parameters
 from dlbench.config.spec import Sourced
 from dlbench.errors import ConfigError, DlbenchError, PathError, UsageError
 from dlbench.launch.launchers import Launcher, ProcessLauncher, launcher, launchers

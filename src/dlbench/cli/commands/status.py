@@ -27,7 +27,7 @@ from typing import Any
 
 from dlbench.cli.commands.run import planned_experiments
 from dlbench.cli.usage import warn
-from dlbench.config.registry import varying_parameters
+from dlbench.config.identity import varying_parameters
 from dlbench.errors import PathError, ResultsError
 from dlbench.results.jsontext import loads_json
 from dlbench.results.store import STORE_FILENAME, Store

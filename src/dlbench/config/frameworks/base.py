@@ -44,7 +44,7 @@ class FrameworkInfo:
     phases: tuple[str, ...] = ("training", "inference")
     description: str = ""
     # Its builder table: model id -> `module:function` building the model, imported
-    # only in the worker (dlbench.models.load_builders); derived from the models' zoo
+    # only in the worker (dlbench.models.builders.load_builders); derived from the models' zoo
     # entries (dlbench.config.zoo.zoo_builders). The models it defines are this
     # table's, unless `models` says otherwise.
     builders: Mapping[str, str] = field(default_factory=dict)

@@ -11,7 +11,7 @@ With ``exp.repeat=N`` the experiment is measured by N independent worker process
 (as pyperf does: a fresh process is a fresh draw of memory layout, clocks and
 placement). Process k writes ``<exp.log_file>.k`` (outside the ``*.log`` pattern that
 ``dlbench parse`` reads in a directory); ``exp.log_file`` then gets the one combined
-record (:func:`~dlbench.measure.stats.combine_repeats`) and the store gets that
+record (:func:`~dlbench.measure.combine.combine_repeats`) and the store gets that
 record (:func:`~dlbench.launch.launchers.run_repeats`).
 
 With ``exp.parallel_jobs=N`` the experiment is N copies run at the same time, each

@@ -6,10 +6,10 @@ returns when that many samples are done (the worker passes a closure running the
 backend's step and synchronising the device). Everything is timed here, once,
 outside the backends. Each scenario is a module of
 :mod:`dlbench.measure.loadgen.scenarios`, found by its name (:func:`run`); this
-module holds what they share: the clocks, the settings and measurements of a run,
-and the server's Poisson schedule and dynamic batcher (:func:`serve_schedule`), where
-a query's latency runs from its *scheduled* arrival, not from when the issuer got to
-it, so a slow system cannot hide its queue (no coordinated omission).
+module holds what they share: the clocks, and the server's Poisson schedule and
+dynamic batcher (:func:`serve_schedule`), where a query's latency runs from its
+*scheduled* arrival, not from when the issuer got to it, so a slow system cannot hide
+its queue (no coordinated omission).
 
 The issuer is single-threaded and runs in real time: it waits (:class:`RealClock`)
 until the next arrival or the batcher's deadline, then serves. With a
@@ -18,7 +18,9 @@ known service times exactly and in no time: the tests' known answers.
 
 A run ends, as in LoadGen, once both ``min_queries`` queries and ``min_duration_s``
 seconds are reached (server: once the schedule, generated to reach both, is served).
-Its validity is judged by :mod:`dlbench.measure.loadgen.results`.
+Its validity is judged by :mod:`dlbench.measure.loadgen.results`. The settings and
+measurements of a run are a scenario's contract, in
+:mod:`dlbench.measure.loadgen.scenarios.base`, and importable here too.
 """
 
 from __future__ import annotations
@@ -26,31 +28,24 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Protocol
+from collections.abc import Sequence
 
 import numpy as np
 
-from dlbench.config.scenarios.registry import issues_queries, scenario_names
-from dlbench.measure.loadgen.scenarios.base import load_scenario
+from dlbench.measure.loadgen.scenarios.base import (
+    Clock,
+    ScenarioRun,
+    ScenarioSettings,
+    Serve,
+    load_scenario,
+)
 
-#: The system under test: serve this many samples, return when they are done.
-Serve = Callable[[int], None]
+__all__ = ["Clock", "RealClock", "ScenarioRun", "ScenarioSettings", "Serve", "VirtualClock",
+           "poisson_schedule", "run", "serve_schedule", "server_query_count"]
 
 # Sleep until this close to a deadline, then spin: time.sleep alone overshoots by
 # 50-100 µs, which would show as queueing delay that no query suffered.
 _SPIN_SECONDS = 0.0003
-
-
-class Clock(Protocol):
-    """Seconds on a monotonic clock, and a way to wait for a moment on it."""
-
-    def now(self) -> float:
-        """The current time, seconds."""
-
-    def wait_until(self, deadline: float) -> None:
-        """Return at ``deadline`` (at once when it has passed)."""
 
 
 class RealClock:
@@ -94,75 +89,6 @@ class VirtualClock:
         if seconds < 0:
             raise ValueError(f"cannot advance a clock by {seconds} s")
         self.time += seconds
-
-
-@dataclass(frozen=True)
-class ScenarioSettings:
-    """How one scenario run issues queries and when it ends."""
-
-    scenario: str
-    min_queries: int
-    min_duration_s: float
-    #: multi_stream: samples per query.
-    samples_per_query: int = 1
-    #: server: the dynamic batcher's largest batch; offline: the batch size.
-    max_batch: int = 1
-    #: server: how long the batcher may hold the oldest queued query.
-    max_queue_delay_s: float = 0.0
-    #: server: mean arrival rate, queries per second.
-    target_qps: float = 0.0
-    #: server: the latency the percentile must stay under, seconds (0: none).
-    latency_bound_s: float = 0.0
-    #: the latency percentile of the validity rules, in percent.
-    percentile: float = 99.0
-    #: server: seed of the arrival schedule.
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not issues_queries(self.scenario):
-            accepted = tuple(n for n in scenario_names() if issues_queries(n))
-            raise ValueError(f"scenario {self.scenario!r} is not one of {accepted}")
-        load_scenario(self.scenario).check(self)
-        if self.min_queries < 1 or self.max_batch < 1 or self.samples_per_query < 1:
-            raise ValueError("min_queries, max_batch and samples_per_query must be >= 1")
-
-    def at_qps(self, qps: float) -> ScenarioSettings:
-        """The same settings at another target QPS (a probe of the peak search)."""
-        return replace(self, target_qps=qps)
-
-
-@dataclass
-class ScenarioRun:
-    """What one scenario run measured, every figure in seconds from its start."""
-
-    settings: ScenarioSettings
-    #: Each completed query's latency, in issue order (offline: none).
-    latencies: list[float] = field(default_factory=list)
-    #: Each call of ``serve``: its duration and how many samples it served.
-    service: list[float] = field(default_factory=list)
-    batch_sizes: list[int] = field(default_factory=list)
-    #: server: each completed query's wait before its batch started.
-    waits: list[float] = field(default_factory=list)
-    #: server: the queries the schedule held; others: those issued.
-    planned: int = 0
-    #: server: the scheduled arrival of the last completed query; others: the
-    #: issue time of the last query (LoadGen's duration rules).
-    last_start: float = 0.0
-    #: When the last sample completed.
-    end: float = 0.0
-    #: server: stopped before the schedule ended, the bound being already lost.
-    stopped_early: bool = False
-
-    @property
-    def samples(self) -> int:
-        """Samples served."""
-        return sum(self.batch_sizes)
-
-    @property
-    def queries(self) -> int:
-        """Queries completed, as the scenario counts them (offline: samples, as LoadGen
-        does)."""
-        return load_scenario(self.settings.scenario).queries(self)
 
 
 def poisson_schedule(qps: float, count: int, seed: int) -> np.ndarray:

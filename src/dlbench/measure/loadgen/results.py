@@ -21,30 +21,15 @@ A run is valid when every rule holds; each rule that fails adds one sentence to
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from dlbench.measure.loadgen.early_stopping import bound_holds, percentile_estimate
 from dlbench.measure.loadgen.generator import ScenarioRun
 from dlbench.measure.loadgen.scenarios.base import load_scenario
+from dlbench.results.stats import loadgen_percentile, mean
 
 _MS = 1000.0
-
-
-def loadgen_percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0 < q < 100) by LoadGen's rule: the sorted value at
-    index ``floor(n * q / 100)``.
-
-    >>> loadgen_percentile(list(range(1, 101)), 90)
-    91
-    """
-    if not values:
-        raise ValueError("percentile of no values")
-    if not 0.0 < q < 100.0:
-        raise ValueError(f"percentile {q} outside (0, 100)")
-    index = math.floor(len(values) * q / 100.0 + 1e-9)
-    return sorted(values)[min(index, len(values) - 1)]
 
 
 def validity(run: ScenarioRun) -> list[str]:
@@ -99,7 +84,7 @@ def summarize(run: ScenarioRun) -> dict[str, Any]:
     results.update(scenario.rate_results(run))
     lat = run.latencies
     if lat:
-        results["results.latency_mean"] = math.fsum(lat) / len(lat) * _MS
+        results["results.latency_mean"] = mean(lat) * _MS
         for q in (50, 90, 99):
             results[f"results.latency_p{q}"] = loadgen_percentile(lat, q) * _MS
         results["results.latency_max"] = max(lat) * _MS
@@ -110,7 +95,7 @@ def summarize(run: ScenarioRun) -> dict[str, Any]:
                 None if estimate is None else estimate * _MS)
         results["results.latency_data"] = _ms(lat)
     if run.waits:
-        results["results.wait_mean"] = math.fsum(run.waits) / len(run.waits) * _MS
+        results["results.wait_mean"] = mean(run.waits) * _MS
     if scenario.keeps_service:
         results["results.service_data"] = _ms(run.service)
         results["results.batch_data"] = list(run.batch_sizes)

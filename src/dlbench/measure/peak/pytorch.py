@@ -17,9 +17,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dlbench.measure.peak.peaks import DEFAULT_COPY_MIB, DEFAULT_SIZE, datasheet
-from dlbench.measure.stats import percentile
 from dlbench.measure.timers import BatchTimer, EventTimer
 from dlbench.measure.timing import AutoStop, run_batches
+from dlbench.results.stats import percentile
 
 
 def _clock_batches(step: Any, sync: Any, seconds: float,

@@ -25,7 +25,7 @@ from typing import Any
 from flax import linen as nn
 
 from dlbench.config.frameworks.jax import FRAMEWORK
-from dlbench.models import load_builders, model_builder
+from dlbench.models.builders import load_builders, model_builder
 
 # builder(input_shape, num_classes, dtype) -> module; input_shape as the catalog has it
 JaxModelBuilder = Callable[[tuple[int, ...], int, Any], nn.Module]

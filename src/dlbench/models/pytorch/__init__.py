@@ -13,7 +13,7 @@ from collections.abc import Callable
 from torch import nn
 
 from dlbench.config.frameworks.pytorch import FRAMEWORK
-from dlbench.models import load_builders
+from dlbench.models.builders import load_builders
 
 # builder(input_shape, num_classes) -> module; input_shape is one sample's shape
 ModelBuilder = Callable[[tuple[int, ...], int], nn.Module]

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from dlbench.models import build_pytorch_model
+from dlbench.models.build_pytorch import build_pytorch_model
 from dlbench.models.workload import ModelWorkload
 
 #: ``(inputs, targets)``: one batch, first dimension the batch, on the device.

@@ -31,7 +31,7 @@ from collections.abc import Callable
 import keras
 
 from dlbench.config.frameworks.tensorflow import FRAMEWORK
-from dlbench.models import load_builders, model_builder
+from dlbench.models.builders import load_builders, model_builder
 
 #: builder(input_shape, num_classes) -> a built keras.Model
 TensorFlowBuilder = Callable[[tuple[int, ...], int], keras.Model]

@@ -1,6 +1,5 @@
-"""What every chart's axes share, drawn by matplotlib (PNG, PDF, the report's charts)
-or by the SVG writer (:mod:`dlbench.report.charts.svg`): the axis label with its unit,
-round tick steps and values, and the text of a tick.
+"""What every chart's axes share, all drawn by matplotlib (files and pages): the axis
+label with its unit, round tick steps and values, and the text of a tick.
 
 Example::
 

@@ -2,7 +2,8 @@
 
 :func:`build_series` (from :mod:`dlbench.report.charts.series`) turns records into series;
 :func:`draw_chart` lays them out on a matplotlib figure and :func:`render_chart`
-returns the bytes of a PNG, SVG or PDF file of it. Rendering never touches pyplot, so
+returns the bytes of a PNG, SVG or PDF file of it; the HTML report inlines the same
+figure as SVG (:func:`~dlbench.report.charts.figure.inline_svg`). Rendering never touches pyplot, so
 it works headless and leaves no global figure state behind.
 
 What a chart may not do, and how it is kept from it:
@@ -30,12 +31,9 @@ Example::
 
 from __future__ import annotations
 
-import io
-import json
 import textwrap
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dlbench.report.charts.axes import axis_label
@@ -47,6 +45,13 @@ from dlbench.report.charts.errorbars import (
     error_kinds,
     legend_kinds,
     y_limits,
+)
+from dlbench.report.charts.figure import (
+    CHART_FORMATS,
+    PNG_KEY,
+    DrawnChart,
+    Panel,
+    save_chart,
 )
 from dlbench.report.charts.series import (
     AGGREGATIONS,
@@ -66,44 +71,17 @@ if TYPE_CHECKING:
     from matplotlib.legend import Legend
 
 __all__ = ["AGGREGATIONS", "CHART_FORMATS", "CHART_TYPES", "CI_LABEL", "CLIP_LABEL",
-           "SD_LABEL", "ChartError", "ChartSeries", "DrawnChart", "Panel", "axis_label",
-           "build_series", "count_points", "draw_chart", "error_kinds", "render_chart",
-           "y_limits"]
+           "PNG_KEY", "SD_LABEL", "ChartError", "ChartSeries", "DrawnChart", "Panel",
+           "axis_label", "build_series", "count_points", "draw_chart", "error_kinds",
+           "render_chart", "save_chart", "y_limits"]
 
 CHART_TYPES = ("line", "bar")
-CHART_FORMATS = ("png", "svg", "pdf")
-
-#: The PNG text chunk that carries a chart's labels and the problems found in it.
-PNG_KEY = "dlbench.chart"
 
 _WIDTH_IN = 7.0
 _PANEL_IN = 2.8  # height of one panel
 _FRAME_IN = 1.4  # title, x axis and legend
 _PAD = 0.08  # of an axis' span, either side of the data
 _WRAP = (44, 28)  # legend label widths, in characters, tried in turn
-
-
-@dataclass
-class Panel:
-    """One y axis of a chart: its series, all in one unit."""
-
-    axes: Axes
-    unit: str
-    series: list[ChartSeries]
-
-
-@dataclass
-class DrawnChart:
-    """A chart laid out as it will be saved: the figure, its panels (one per unit, top
-    to bottom), whether x is categorical (evenly spaced slots), the chart type, the
-    legend (or None) and the texts a PNG records (:func:`save_chart`)."""
-
-    figure: Figure
-    panels: list[Panel]
-    categorical: bool
-    chart: str
-    legend: Legend | None = None
-    labels: dict[str, Any] = field(default_factory=dict)
 
 
 def x_categories(series: Sequence[ChartSeries]) -> list[Any]:
@@ -321,25 +299,6 @@ def draw_chart(
     return drawn_chart
 
 
-def save_chart(drawn: DrawnChart, fmt: str, problems: Sequence[str] = ()) -> bytes:
-    """The bytes of a ``fmt`` file of ``drawn``. A PNG carries the chart's labels and
-    ``problems`` as JSON in its ``dlbench.chart`` text chunk."""
-    if fmt not in CHART_FORMATS:
-        raise ChartError(f"unknown chart format {fmt!r}; accepted: {', '.join(CHART_FORMATS)}")
-    from matplotlib import rc_context
-
-    described = json.dumps({**drawn.labels, "problems": list(problems)}, sort_keys=True)
-    # No creation date in SVG and PDF (each backend names it its own way), no software
-    # version in PNG: the same series give the same bytes.
-    every: dict[str, dict[str, Any]] = {"png": {"Software": None, PNG_KEY: described},
-                                        "svg": {"Date": None}, "pdf": {"CreationDate": None}}
-    out = io.BytesIO()
-    # A fixed salt makes SVG element ids stable: the same series, the same bytes.
-    with rc_context({"svg.hashsalt": "dlbench"}):
-        drawn.figure.savefig(out, format=fmt, metadata=every[fmt])
-    return out.getvalue()
-
-
 def render_chart(
     series: Sequence[ChartSeries],
     *,
@@ -357,6 +316,7 @@ def render_chart(
     ``problems`` when given."""
     if fmt not in CHART_FORMATS:
         raise ChartError(f"unknown chart format {fmt!r}; accepted: {', '.join(CHART_FORMATS)}")
+    # Imported here: numpy, which the checks use, is paid for only when drawing.
     from dlbench.report.charts.checks import chart_problems
 
     # matplotlib warns of a glyph its font lacks quoting the character itself (an

@@ -1,6 +1,6 @@
 """What makes a drawn chart misleading, checked on the figure itself.
 
-:func:`chart_problems` lays a :class:`~dlbench.report.charts.charts.DrawnChart` out with
+:func:`chart_problems` lays a :class:`~dlbench.report.charts.figure.DrawnChart` out with
 matplotlib's renderer and returns one line per problem found:
 
 - a y axis whose label does not name the unit of its series (or a panel whose series
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.transforms import Bbox
 
-    from dlbench.report.charts.charts import DrawnChart, Panel
+    from dlbench.report.charts.figure import DrawnChart, Panel
 
 #: Pixels of slack in every comparison: antialiasing and rounding, nothing more.
 _TOLERANCE = 0.5

@@ -1,9 +1,9 @@
 """Error bars as every chart draws them: which a point has, the y limits that hold the
 points (and the bars, within reason), and each bar clipped at those limits with a
-mark where it leaves them. matplotlib (:mod:`dlbench.report.charts.charts`) and the
-SVG of the HTML pages (:mod:`dlbench.report.html.charts`) both draw what
-:func:`error_bars` returns inside :func:`y_limits`, so a PNG and a page show the same
-bars, clipped at the same places.
+mark where it leaves them. :mod:`dlbench.report.charts.charts` draws what
+:func:`error_bars` returns inside :func:`y_limits` on the one matplotlib figure that a
+PNG, a PDF and the HTML report (:mod:`dlbench.report.html.charts`) all carry, so they
+show the same bars, clipped at the same places.
 
 Why bars are clipped rather than the axis stretched: one run's interval can be wider
 than its mean (``results.ci95_rel`` above 1 on a busy machine). An axis stretched to

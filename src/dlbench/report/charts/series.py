@@ -20,24 +20,25 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from dlbench.config.registry import REGISTRY, is_user_param, varying_parameters
+from dlbench.config.identity import varying_parameters
+from dlbench.config.registry import REGISTRY, is_user_param
 from dlbench.errors import ChartError as ChartError  # importable here too, where it began
 from dlbench.errors import ResultsError
 from dlbench.report.aggregate import SEPARATE_BY, key_of, row_keys, usable_records
 from dlbench.results.keys.lookup import KEY_PREFIXES, lookup
 from dlbench.results.query import match
+from dlbench.results.stats import mean, percentile, sample_std
 from dlbench.results.values import is_number as _is_number
 
 AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
-    "avg": statistics.fmean,
+    "avg": mean,
     "min": min,
     "max": max,
-    "median": statistics.median,
+    "median": lambda values: percentile(values, 50),
 }
 
 #: Always separate series when they vary, as they separate tables or rows.
@@ -218,7 +219,7 @@ def _aggregate(
     for _, members in ordered:
         values = [float(r[y]) for r in members]
         ys.append(float(reduce(values)))
-        err.append(statistics.stdev(values) if len(values) > 1 else 0.0)
+        err.append(sample_std(values))
         # One record: its own interval; several: their spread (err) says more.
         ci.append(_interval(members[0], y, ys[-1]) if len(values) == 1 else None)
     return ChartSeries(

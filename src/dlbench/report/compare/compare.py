@@ -48,7 +48,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +60,7 @@ from dlbench.report.compare.paired import is_batch_time_statistic, paired_ratio,
 from dlbench.report.operators import OperatorChange, compare_operators, operator_bases
 from dlbench.results.keys.lookup import higher_is_better as declared_higher_is_better
 from dlbench.results.noise import Noise, record_noise
+from dlbench.results.stats import mean
 from dlbench.results.values import is_number as _is_number
 
 #: Significance level of the test behind a verdict.
@@ -132,7 +132,7 @@ class Comparison:
 
     def geometric_mean(self) -> float:
         """The geometric mean of the ratios B/A (rows always exist)."""
-        return math.exp(statistics.fmean(math.log(row.ratio) for row in self.rows))
+        return math.exp(mean([math.log(row.ratio) for row in self.rows]))
 
     def has_regression(self) -> bool:
         """Whether some configuration is conclusively slower: significantly, beyond the
@@ -212,8 +212,8 @@ def welch_p_value(a: Sequence[float], b: Sequence[float]) -> float | None:
     """
     if len(a) < 2 or len(b) < 2:
         return None
-    if statistics.variance(a) == 0 and statistics.variance(b) == 0:
-        return 1.0 if statistics.fmean(a) == statistics.fmean(b) else 0.0
+    if len(set(a)) == 1 and len(set(b)) == 1:  # no spread on either side
+        return 1.0 if a[0] == b[0] else 0.0
     from scipy import stats  # type: ignore[import-untyped]  # costly import; only here
 
     return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
@@ -348,8 +348,8 @@ def compare_records(
         side_b = groups_b.get(key)
         if side_b is None:
             continue
-        mean_a = statistics.fmean(float(r[metric]) for r in side_a)
-        mean_b = statistics.fmean(float(r[metric]) for r in side_b)
+        mean_a = mean([float(r[metric]) for r in side_a])
+        mean_b = mean([float(r[metric]) for r in side_b])
         ratio = mean_b / mean_a
         pairs = paired_values(side_a, side_b, metric)
         if pairs is None:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dlbench.results.keys.table import REPEAT_ORDER_INTERLEAVED as INTERLEAVED
+from dlbench.results.stats import mean, percentile, sample_std
 from dlbench.results.values import is_number
 
 __all__ = ["INTERLEAVED", "is_batch_time_statistic", "paired_ratio", "paired_values",
@@ -48,7 +48,7 @@ def process_medians(record: Mapping[str, Any]) -> list[float] | None:
         return None
     medians, start = [], 0
     for count in counts:
-        medians.append(float(statistics.median(times[start:start + count])))
+        medians.append(float(percentile(times[start:start + count], 50)))
         start += count
     return medians
 
@@ -85,8 +85,8 @@ def paired_ratio(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     if len(a) != len(b) or len(a) < 2:
         raise ValueError("paired_ratio needs two equally long sides of at least 2 values")
     logs = [math.log(y / x) for x, y in zip(a, b, strict=True)]
-    average = statistics.fmean(logs)
-    spread = statistics.stdev(logs)
+    average = mean(logs)
+    spread = sample_std(logs)
     if spread == 0:
         return math.exp(average), 1.0 if average == 0 else 0.0
     from scipy import stats  # type: ignore[import-untyped]  # costly import; only here

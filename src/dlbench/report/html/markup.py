@@ -1,114 +1,146 @@
-"""HTML text: the one escaping rule and the one page shell of every page dlbench writes
-(the HTML report, the history page, their charts and sections)."""
+"""The one way dlbench writes HTML: Jinja2 templates (``dlbench/report/templates/``) with
+autoescape on, rendered by :func:`render_page`, and the plain values they show.
+
+Python decides what a page says (texts, numbers, which cells are missing); a template
+decides how it is marked up, and Jinja2 escapes every value it inserts, so a record's
+text (a model name, an error message) can never open a tag. The only values inserted
+as they are, marked ``|safe`` in the templates, are the charts' SVG, which matplotlib
+writes with its text escaped (:func:`dlbench.report.charts.figure.inline_svg`).
+
+Every page extends ``page.html.j2``: the document, its head (charset, viewport, the
+generator with dlbench's version, the title, no favicon request), the one stylesheet
+(``style.css``) and the page's script. A lone surrogate anywhere in the page is
+written as its visible ``\\udXXX`` escape (:mod:`dlbench.textsafe`), so the page
+always encodes as UTF-8.
+
+Example::
+
+    page = render_page("report.html.j2", title="Exploration", tables=[table_view(t)])
+"""
 
 from __future__ import annotations
 
-import html
+import json
 import math
-from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import dlbench
+from dlbench.report.aggregate import Measured
+from dlbench.report.cells import Table
+from dlbench.report.render import format_value, spread
+from dlbench.results.text_table import MISSING, format_number
+from dlbench.results.values import is_number as _is_number
 from dlbench.textsafe import escape_surrogates
 
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+#: The folder of the page templates, their stylesheet and scripts (package data).
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
 #: The one stylesheet of every page: the report (tables, notes, failures, details,
-#: charts) and the history (its filter box, alert and time-series charts).
-STYLESHEET = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
- color:#1f2328;background:#fff;max-width:1200px;margin:0 auto;padding:1.2rem 1.5rem 3rem}
-h1{font-size:1.6rem;margin:.2rem 0}
-h2{font-size:1.25rem;border-bottom:1px solid #d0d7de;padding-bottom:.2rem;margin-top:2rem;
- word-break:break-word}
-h3{font-size:1.05rem;margin:1.2rem 0 .3rem}
-.meta{color:#59636e;margin:.2rem 0 1rem}
-nav a{margin-right:1rem}
-a{color:#0969da}
-table{border-collapse:collapse;margin:.4rem 0;font-variant-numeric:tabular-nums}
-th,td{border-bottom:1px solid #d0d7de;padding:.25rem .65rem;text-align:left;vertical-align:top}
-thead th{background:#f6f8fa;white-space:nowrap}
-table.sortable thead th{cursor:pointer;user-select:none}
-th[aria-sort=ascending]::after{content:" \\25B2";font-size:.7em}
-th[aria-sort=descending]::after{content:" \\25BC";font-size:.7em}
-td.num,th.num{text-align:right}
-td.missing{color:#8c959f}
-td.when{white-space:nowrap}
-.group{color:#59636e;margin:0}
-.notes{color:#59636e;font-size:.92em;margin:.2rem 0 1rem;padding-left:1.2rem}
-.warnings{background:#fff8c5;border-left:4px solid #d4a72c;padding:.4rem 1rem;margin:1rem 0}
-.alert{background:#ffebe9;border-left:4px solid #cf222e;padding:.4rem 1rem;margin:1rem 0}
-.summary{background:#f6f8fa;padding:.5rem 1rem .5rem 2rem;border-radius:6px}
-.failure{background:#ffebe9;border:1px solid #ff8182;border-left:6px solid #cf222e;
- border-radius:6px;padding:.3rem 1rem;margin:.8rem 0}
-.failure h3{margin:.4rem 0}
-.status{font-weight:700;text-transform:uppercase;letter-spacing:.03em}
-.status-bad{color:#cf222e}
-.status-ok{color:#1a7f37}
-.bad{color:#cf222e;font-weight:600}
-pre{white-space:pre-wrap;word-break:break-word;background:#fff;border:1px solid #d0d7de;
- border-radius:4px;padding:.5rem;margin:.4rem 0;font-size:.92em}
-details{border:1px solid #d0d7de;border-radius:6px;margin:.35rem 0;padding:.25rem .7rem}
-summary{cursor:pointer}
-details table.kv td:first-child{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;
- white-space:nowrap}
-#filter{font:inherit;padding:.3rem .5rem;width:100%;max-width:32rem;box-sizing:border-box}
-figure{margin:1rem 0}
-figcaption{font-weight:600;margin-bottom:.3rem}
-.chart svg{max-width:100%;height:auto}
-.series svg{max-width:100%;height:auto;border:1px solid #d0d7de;border-radius:4px}
-.axis{stroke:#8c959f;stroke-width:1}
-.label{font-size:11px;fill:#59636e}
-.dot{fill:#0969da}
-.dot:hover{fill:#1f2328}
-.ci{stroke:#54aeff;stroke-width:1.5}
-.mean{stroke:#1a7f37;stroke-width:1.5;fill:none}
-.cp{stroke:#8c959f;stroke-width:2;stroke-dasharray:5 4}
-.cp.bad{stroke:#cf222e}
-"""
+#: charts) and the history (its filter box and alert).
+STYLESHEET = (TEMPLATES / "style.css").read_text(encoding="utf-8")
 
 
-def escape(value: object) -> str:
-    """``value`` as text safe inside an HTML element or a quoted attribute: ``&``, ``<``,
-    ``>``, ``"`` and ``'`` escaped."""
-    return html.escape(str(value), quote=True)
+@cache
+def environment() -> Environment:
+    """The one Jinja2 environment of every page: templates from :data:`TEMPLATES`,
+    every inserted value HTML-escaped, and a missing variable an error (a bug of the
+    page, never an empty text)."""
+    # Imported here: only writing a page pays for it.
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                       keep_trailing_newline=True)
 
 
-def list_items(texts: Iterable[object]) -> str:
-    """One ``<li>`` per text, escaped, for a ``<ul>`` or ``<ol>`` of a page.
+def render_page(template: str, **context: Any) -> str:
+    """The page ``template`` (a page that extends ``page.html.j2``, whose ``title``
+    is in ``context``) rendered with ``context`` and dlbench's version, lone
+    surrogates written as visible escapes."""
+    page = environment().get_template(template).render(version=dlbench.__version__,
+                                                       **context)
+    return escape_surrogates(page)
 
-    >>> list_items(["a<b", 2])
-    '<li>a&lt;b</li><li>2</li>'
-    """
-    return "".join(f"<li>{escape(text)}</li>" for text in texts)
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell as a page shows it: its ``text``; for a number, its raw value
+    as ``sort`` (for the page's sorting script, so that ``1,000.00`` or a format never
+    decides the order) and an optional tooltip; ``missing`` for a ``-`` cell; ``code``
+    for a name shown in a monospace font (an operator)."""
+
+    text: str = ""
+    sort: str | None = None
+    title: str = ""
+    missing: bool = False
+    code: bool = False
 
 
-def number_cell(value: float | None, text: str, title: str = "") -> str:
-    """A right-aligned table cell showing ``text`` and carrying ``value`` for the page's
-    sorting script (so that ``1,000.00`` or a format never decides the order), with an
+MISSING_CELL = Cell(MISSING, missing=True)
+
+
+def number_cell(value: float | None, text: str, title: str = "") -> Cell:
+    """A right-aligned cell showing ``text`` and sorting by ``value``, with an
     optional tooltip; a missing or non-finite value is a ``-`` cell."""
     if value is None or not math.isfinite(value):
-        return '<td class="missing">-</td>'
-    tip = f' title="{escape(title)}"' if title else ""
-    return f'<td class="num" data-sort="{escape(repr(float(value)))}"{tip}>{escape(text)}</td>'
+        return MISSING_CELL
+    return Cell(text, repr(float(value)), title)
 
 
-def page_shell(title: str, body: str, script: str) -> str:
-    """A whole self-contained page: the document, its head (charset, viewport, the
-    generator with dlbench's version, the escaped ``title``, no favicon request), the
-    one :data:`STYLESHEET` and, after ``body`` (HTML, inserted as it is), the page's
-    ``script``. A lone surrogate anywhere in the page is written as its visible
-    ``\\udXXX`` escape (:mod:`dlbench.textsafe`), so the page always encodes as UTF-8."""
-    return escape_surrogates(f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="dlbench {escape(dlbench.__version__)}">
-<title>{escape(title)}</title>
-<link rel="icon" href="data:,">
-<style>{STYLESHEET}</style>
-</head>
-<body>
-{body}
-<script>{script}</script>
-</body>
-</html>
-""")
+def plain_value(value: Any) -> str:
+    """A record's value as a page shows it: ``true``/``false``, text as it is, lists
+    and dicts as JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def cell(value: Any, floatfmt: str | None = None) -> Cell:
+    """One report cell, worded as in the text report (``152.31 ±2.1%``, ``-``);
+    numbers right-aligned and carrying their raw value for sorting."""
+    text = format_value(value, floatfmt)
+    if not _is_number(value):
+        return Cell(text) if value is not None else MISSING_CELL
+    if text == MISSING:  # NaN or infinity: no measurement
+        return MISSING_CELL
+    tip = ""
+    if isinstance(value, Measured):
+        sd = "-" if value.sd is None else format_number(value.sd, floatfmt)
+        tip = f"mean of {value.n} run(s), sample sd {sd}"
+    return number_cell(float(value), text + spread(value), tip)
+
+
+@dataclass
+class TableView:
+    """A sortable table as a page shows it: its heading, what it is separated by, its
+    columns (name, ``num`` or ``text``), its rows of cells and its notes."""
+
+    title: str
+    columns: list[tuple[str, str]]
+    rows: list[list[Cell]]
+    group: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def table_view(table: Table) -> TableView:
+    """``table`` as a page shows it: a column is numeric (right-aligned) when any of its
+    cells is a number."""
+    numeric = [any(_is_number(row[i]) for row in table.rows if i < len(row))
+               for i in range(len(table.columns))]
+    group = ", ".join(f"{k}={plain_value(v)}" for k, v in table.group.items())
+    return TableView(
+        table.title,
+        [(c, "num" if is_num else "text") for c, is_num in zip(table.columns, numeric,
+                                                               strict=True)],
+        [[cell(v, table.floatfmt) for v in row] for row in table.rows],
+        group, list(table.notes))

@@ -1,33 +1,32 @@
-"""The HTML report's memory breakdown: a horizontal stacked bar chart in SVG per model,
-and the same figures as a table.
+"""The HTML report's memory breakdown: a horizontal stacked bar chart per model, drawn
+by matplotlib and inlined as SVG, and the same figures as a table.
 
 One bar per experiment, stacked from ``results.memory.*``: weights, gradients,
 optimizer state, activations; the device allocator's peak, where the record has one,
-is a black mark on the same row. Every bar of a chart shares one axis, labelled in
-bytes, KiB, MiB or GiB (whichever keeps the largest value at 1 or more), so that the
-experiments of a sweep compare at a glance.
-
-Drawn, as every chart of the HTML pages, by the one SVG writer
-(:mod:`dlbench.report.charts.svg`): the chart draws the same on every machine, and a
-test can read each segment's bytes and width back from the SVG. Every text is
-HTML-escaped.
+is a black mark on the same row. Every bar of a chart shares one axis, in bytes, KiB,
+MiB or GiB (whichever keeps the largest value at 1 or more), so that the experiments
+of a sweep compare at a glance. The template (``report.html.j2``) escapes every text.
 
 Example::
 
-    svg = memory_chart_svg([("toy training exp.replica_batch=16", record)])
-    html = memory_html(records, labels)   # every chart with its table; "" without any
+    figure = draw_memory_chart([("toy training exp.replica_batch=16", record)])
+    section = memory_section(records, labels)   # every chart with its table; None without
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from dlbench.report.charts.axes import axis_label, nice_step, tick_values
-from dlbench.report.charts.svg import CHAR_WIDTH, Scale, svg_document, text, x_grid, x_title
-from dlbench.report.html.markup import escape, list_items, number_cell
+from dlbench.report.charts.figure import inline_svg
+from dlbench.report.html.markup import MISSING_CELL, Cell, number_cell
 from dlbench.results.values import is_number as _is_number
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: The stacked parts, bottom first: (shown name, record key, colour).
 PARTS = (
@@ -37,14 +36,15 @@ PARTS = (
     ("activations", "results.memory.activations_bytes", "#e15759"),
 )
 PEAK = "results.memory.peak_bytes"
+PEAK_COLOUR = "#1f2328"
 UNITS = (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0))
 
-_PLOT_WIDTH = 520.0
-_ROW = 24.0
-_BAR = 14.0
-_TOP = 30.0  # the legend
+_WIDTH_IN = 7.0
+_ROW_IN = 0.32  # height of a bar's row
+_FRAME_IN = 1.3  # the legend and the x axis
+_BAR = 0.6  # of a row
 _MAX_LABEL = 56
-
+_ROOM = 1.22  # the x axis past the largest bar: room for the totals written after it
 
 
 def _bytes(value: Any) -> float | None:
@@ -77,104 +77,109 @@ def _short(label: str) -> str:
     return label if len(label) <= _MAX_LABEL else label[: _MAX_LABEL - 1] + "…"
 
 
-def _legend(x0: float, peak: bool) -> list[str]:
-    items = [(name, colour) for name, _, colour in PARTS]
-    parts, x = [], x0
-    for name, colour in items:
-        parts.append(f'<rect x="{x:.1f}" y="8" width="12" height="12" fill="{colour}"/>'
-                     f'<text x="{x + 16:.1f}" y="18">{escape(name)}</text>')
-        x += 16 + len(name) * CHAR_WIDTH + 14
-    if peak:
-        parts.append(f'<line x1="{x + 6:.1f}" x2="{x + 6:.1f}" y1="6" y2="22" stroke="#1f2328" '
-                     f'stroke-width="3"/><text x="{x + 14:.1f}" y="18">peak (allocator)</text>')
-    return parts
+def draw_memory_chart(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> Figure | None:
+    """A stacked bar per ``(label, record)`` that has memory figures, top to bottom;
+    None when none has.
 
-
-def memory_chart_svg(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-    """A stacked bar per ``(label, record)`` that has memory figures; ``""`` when none has.
-
-    Each segment is a ``<rect class="seg">`` carrying ``data-part`` and ``data-bytes``,
-    its width proportional to the bytes on the shared axis; the peak is a
-    ``<g class="peak">`` with ``data-bytes``; each has a tooltip with the exact bytes.
+    Each part is a bar segment (gid ``memory-<row>-<part>``) whose width is its bytes
+    in the axis's unit; the peak is a black mark (gid ``memory-peak-<row>``); each
+    bar's total is written after it, or after the peak where that lies further right.
     """
     drawn = [(label, record) for label, record in rows if has_memory(record)]
     if not drawn:
-        return ""
+        return None
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     totals = [sum(_bytes(r.get(key)) or 0.0 for _, key, _ in PARTS) for _, r in drawn]
     peaks = [_bytes(r.get(PEAK)) for _, r in drawn]
     largest = max([*totals, *(p for p in peaks if p is not None)])
     unit, size = unit_for(largest)
     step = nice_step(largest / size)
-    domain = math.ceil(largest / size / step) * step * size  # bytes at the axis's end
-    left = min(max(len(_short(label)) for label, _ in drawn), _MAX_LABEL) * CHAR_WIDTH + 12
-    right = 130.0  # room for the totals written after the longest bar
-    width = left + _PLOT_WIDTH + right
-    axis_y = _TOP + _ROW * len(drawn) + 4
-    height = axis_y + 44
+    domain = math.ceil(largest / size / step) * step  # the axis's last tick, in the unit
 
-    # The scale in bytes; the ticks and their numbers in the unit.
-    x_of = Scale(0.0, domain, left, left + _PLOT_WIDTH)
-    in_unit = Scale(0.0, domain / size, left, left + _PLOT_WIDTH)
-    out = [
-        f"<title>{escape(f'memory breakdown of {len(drawn)} experiment(s), in {unit}')}</title>",
-        *_legend(left, any(p is not None for p in peaks)),
-        *x_grid(in_unit, tick_values(0.0, domain / size, step), top=_TOP - 4, bottom=axis_y),
-        x_title(in_unit, axis_y + 36, axis_label("memory", unit)),
-    ]
-    for row, ((label, record), total, peak) in enumerate(zip(drawn, totals, peaks, strict=True)):
-        y = _TOP + row * _ROW + (_ROW - _BAR) / 2
-        out.append(f'<g class="row"><title>{escape(label)}</title>'
-                   f'{text(left - 8, y + _BAR - 3, _short(label), anchor="end")}</g>')
-        x = left
+    figure = Figure(figsize=(_WIDTH_IN, _FRAME_IN + _ROW_IN * len(drawn)), dpi=100,
+                    layout="constrained")
+    axes = figure.subplots()
+    rows_at = list(range(len(drawn)))
+    for row, (_, record) in enumerate(drawn):
+        left = 0.0
         for name, key, colour in PARTS:
             part = _bytes(record.get(key))
             if not part:
                 continue
-            w = part / domain * _PLOT_WIDTH
-            out.append(
-                f'<rect class="seg" data-part="{escape(name)}" data-bytes="{part:.0f}" '
-                f'x="{x:.4f}" y="{y:.1f}" width="{w:.4f}" height="{_BAR:.1f}" fill="{colour}">'
-                f"<title>{escape(f'{label}: {name} {bytes_text(part)}')}</title></rect>")
-            x += w
-        if total:
-            # After the bar, and after the peak's mark where that lies further right.
-            text_x = max(x, x_of(peak) if peak is not None else x) + 6
-            out.append(text(text_x, y + _BAR - 3, f"{total / size:,.4g} {unit}",
-                            css_class="total"))
+            (bar,) = axes.barh([row], [part / size], left=left, height=_BAR, color=colour)
+            bar.set_gid(f"memory-{row}-{name.replace(' ', '-')}")
+            left += part / size
+        peak = peaks[row]
         if peak is not None:
-            px = x_of(peak)
-            out.append(
-                f'<g class="peak" data-bytes="{peak:.0f}"><title>'
-                f"{escape(f'{label}: allocator peak {bytes_text(peak)}')}</title>"
-                f'<line x1="{px:.4f}" x2="{px:.4f}" y1="{y - 3:.1f}" y2="{y + _BAR + 3:.1f}" '
-                f'stroke="#1f2328" stroke-width="3"/></g>')
-    return svg_document(width, height, out, css_class="memory-chart", font=True)
+            axes.plot([peak / size], [row], linestyle="none", marker="|", markersize=16,
+                      markeredgewidth=3, color=PEAK_COLOUR, gid=f"memory-peak-{row}")
+        if totals[row]:
+            after = max(left, peak / size if peak is not None else left)
+            axes.text(after + domain * 0.01, row, f"{totals[row] / size:,.4g} {unit}",
+                      va="center", fontsize=9, gid=f"memory-total-{row}")
+    axes.set_yticks(rows_at, [_short(label) for label, _ in drawn])
+    axes.set_ylim(len(drawn) - 0.5, -0.5)  # the first experiment at the top
+    axes.set_xticks(tick_values(0.0, domain, step))
+    axes.set_xlim(0.0, domain * _ROOM)
+    axes.set_xlabel(axis_label("memory", unit))
+    axes.grid(True, axis="x", alpha=0.3)
+    axes.set_axisbelow(True)
+    handles: list[Any] = [Patch(color=colour, label=name) for name, _, colour in PARTS]
+    if any(p is not None for p in peaks):
+        handles.append(Line2D([], [], linestyle="none", marker="|", markersize=12,
+                              markeredgewidth=3, color=PEAK_COLOUR, label="peak (allocator)"))
+    figure.legend(handles=handles, loc="outside upper center", ncols=len(handles),
+                  frameon=False, fontsize=9)
+    return figure
 
 
 #: A record's note on its memory figures (what could not be measured).
 _NOTE = "results.memory.note"
 
+#: The columns of a memory chart's table: (name, ``text`` or ``num``).
+COLUMNS = [("experiment", "text"), *((name, "num") for name, _, _ in PARTS), ("sum", "num"),
+           ("peak (allocator)", "num")]
 
-def _memory_table_html(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-    heads = ["experiment", *(name for name, _, _ in PARTS), "sum", "peak (allocator)"]
-    head = "".join(f'<th scope="col" class="{"text" if i == 0 else "num"}" '
-                   f'title="click to sort">{escape(h)}</th>' for i, h in enumerate(heads))
-    lines = []
+
+def memory_rows(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Cell]]:
+    """The cells of a memory chart's table: a row per experiment, its parts, their sum
+    and the peak, each in exact bytes and the unit that suits them."""
+    out = []
     for label, record in rows:
         values = [record.get(key) for _, key, _ in PARTS]
         numbers = [float(v) for v in values if _is_number(v)]
         cells = [*values, sum(numbers) if numbers else None, record.get(PEAK)]
-        tds = "".join(number_cell(float(v), bytes_text(float(v))) if _is_number(v)
-                      else '<td class="missing">-</td>' for v in cells)
-        lines.append(f"<tr><td>{escape(label)}</td>{tds}</tr>")
-    body = "\n".join(lines)
-    return (f'<details><summary>The figures (bytes)</summary>\n<table class="sortable"><thead>'
-            f"<tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table></details>")
+        out.append([Cell(label), *(number_cell(float(v), bytes_text(float(v)))
+                                   if _is_number(v) else MISSING_CELL for v in cells)])
+    return out
 
 
-def memory_html(records: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> str:
+@dataclass
+class MemoryChart:
+    """One memory chart of the page: its number (for its id), caption, SVG and table."""
+
+    number: int
+    caption: str
+    svg: str
+    rows: list[list[Cell]]
+    columns = COLUMNS
+
+
+@dataclass
+class MemorySection:
+    """The memory charts of the page, and the records' notes on what was not measured."""
+
+    figures: list[MemoryChart]
+    notes: list[str]
+
+
+def memory_section(records: Sequence[Mapping[str, Any]],
+                   labels: Sequence[str]) -> MemorySection | None:
     """The memory charts (one per framework and model, a bar per experiment), each with
-    its figures' table, then the records' memory notes; ``""`` when no record has a
+    its figures' table, then the records' memory notes; None when no record has a
     memory figure. ``labels[i]`` names ``records[i]``."""
     groups: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
     for record, label in zip(records, labels, strict=True):
@@ -185,17 +190,15 @@ def memory_html(records: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> 
     for number, ((framework, model), rows) in enumerate(groups.items()):
         caption = (f"{model} ({framework}): memory by part, one bar per experiment; "
                    "weights, gradients, optimizer state, activations saved for backward")
-        # The SVG has no ids: no chart of the page can clash with another's.
-        figures.append(
-            f'<figure class="chart" id="memory-chart-{number}">'
-            f"<figcaption>{escape(caption)}</figcaption>\n{memory_chart_svg(rows)}\n"
-            f"{_memory_table_html(rows)}</figure>")
+        figure = draw_memory_chart(rows)
+        svg = inline_svg(figure, ids=f"memory-{number}-") if figure is not None else ""
+        figures.append(MemoryChart(number, caption, svg, memory_rows(rows)))
     notes: dict[str, int] = {}
     for record in records:
         note = record.get(_NOTE)
         if isinstance(note, str) and note:
             notes[note] = notes.get(note, 0) + 1
-    if notes:
-        items = list_items(f"{note} ({count} experiment(s))" for note, count in notes.items())
-        figures.append(f'<ul class="notes">{items}</ul>')
-    return "\n".join(figures)
+    if not figures and not notes:
+        return None
+    return MemorySection(figures, [f"{note} ({count} experiment(s))"
+                                   for note, count in notes.items()])

@@ -2,24 +2,25 @@
 (``exp.profile=torch``), its operators by self time per step, with their share of the
 step and their calls per step (:mod:`dlbench.report.operators` computes them), as a
 collapsible sortable table. The page's "Operators and memory" section
-(:func:`dlbench.report.html.page.profiles_section_html`) holds one per profiled
+(:func:`dlbench.report.html.page.profiles_section`) holds one per profiled
 experiment, beside the memory breakdown (:mod:`dlbench.report.html.memory`).
 
-Every value from a record is HTML-escaped: operator names, labels, paths and notes are
-user input as far as the page is concerned.
+The template (``report.html.j2``) escapes every value: operator names, labels, paths
+and notes are user input as far as the page is concerned.
 
 Example::
 
-    table = operator_table_html(0, record, "toy training")   # "" when not profiled
+    table = operator_table(0, record, "toy training")   # None when not profiled
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from dlbench.report.html.markup import escape, list_items, number_cell
+from dlbench.report.html.markup import Cell, number_cell
 from dlbench.report.operators import OperatorStep, record_operators, time_basis, window_batches
 from dlbench.results.values import is_number as _is_number
 
@@ -55,23 +56,35 @@ def _operators_caption(record: Mapping[str, Any], ops: Sequence[OperatorStep]) -
     return text
 
 
-def operator_table_html(
+@dataclass
+class OperatorTable:
+    """One experiment's operators as the page shows them: a collapsible sortable table,
+    open or not, with its summary line, columns, rows and notes, linking to the
+    experiment's block ``#exp-<index>``."""
+
+    index: int
+    label: str
+    caption: str
+    open: bool
+    columns: list[tuple[str, str]]
+    rows: list[list[Cell]]
+    notes: list[str]
+
+
+def operator_table(
     index: int, record: Mapping[str, Any], label: str, *, open_: bool = False
-) -> str:
-    """One experiment's operators as a collapsible sortable table; ``""`` without any."""
+) -> OperatorTable | None:
+    """One experiment's operators as a collapsible sortable table; None without any."""
     ops = record_operators(record)
     if not ops:
-        return ""
+        return None
     per = "step" if window_batches(record) else "window"
-    head = "".join(
-        f'<th scope="col" class="{cls}" title="click to sort">{escape(name)}</th>'
-        for name, cls in (("operator", "text"), (f"self ms / {per}", "num"),
-                          (f"share of {per}", "num"), (f"calls / {per}", "num")))
-    body = "\n".join(
-        f"<tr><td><code>{escape(name)}</code></td>{number_cell(ms, ms_text(ms))}"
-        f"{number_cell(share, '-' if share is None else f'{share:.1%}')}"
-        f"{number_cell(calls, f'{calls:,.4g}')}</tr>"
-        for name, ms, share, calls in operator_rows(ops))
+    columns = [("operator", "text"), (f"self ms / {per}", "num"),
+               (f"share of {per}", "num"), (f"calls / {per}", "num")]
+    rows = [[Cell(name, code=True), number_cell(ms, ms_text(ms)),
+             number_cell(share, "-" if share is None else f"{share:.1%}"),
+             number_cell(calls, f"{calls:,.4g}")]
+            for name, ms, share, calls in operator_rows(ops)]
     notes = []
     batches = window_batches(record)
     notes.append(f"profiled over {batches} batch(es) after the timed ones; times per step"
@@ -80,11 +93,5 @@ def operator_table_html(
     trace = record.get("results.profile.trace")
     if isinstance(trace, str) and trace:
         notes.append(f"trace: {trace}")
-    items = list_items(notes)
-    return (
-        f'<details class="operators"{" open" if open_ else ""}><summary>{escape(label)}: '
-        f"{escape(_operators_caption(record, ops))}</summary>\n"
-        f'<table class="sortable"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n'
-        f'</tbody></table>\n<ul class="notes">{items}</ul>\n'
-        f'<p><a href="#exp-{index}">All parameters of this experiment</a></p>\n</details>'
-    )
+    return OperatorTable(index, label, _operators_caption(record, ops), open_, columns, rows,
+                         notes)

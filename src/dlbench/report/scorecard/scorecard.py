@@ -63,6 +63,7 @@ from dlbench.report.scorecard.verdicts import (
 )
 from dlbench.results.noise import Noise, record_noise
 from dlbench.results.query import filter_records
+from dlbench.results.stats import mean_or_none
 
 
 @dataclass
@@ -243,17 +244,13 @@ def _benchmark_table(results: list[BenchmarkResult], baseline: Baseline) -> Labe
     )
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
-
-
 def _throughput_table(results: list[BenchmarkResult]) -> LabeledTable:
     rows: list[list[Any]] = []
     for r in results:
         items = r.train_items
         rows.append([r.benchmark.name, r.runs or None, len(r.throughputs) or None,
-                     _mean(r.throughputs), _mean([t.min for t in items]),
-                     _mean([t.max for t in items]), _mean([t.range for t in items])])
+                     mean_or_none(r.throughputs), mean_or_none([t.min for t in items]),
+                     mean_or_none([t.max for t in items]), mean_or_none([t.range for t in items])])
     return LabeledTable(
         title="Throughput per GPU report, items/s (Mila's train_item)",
         columns=["benchmark", "runs", "reports", "avg", "min", "max", "range"],

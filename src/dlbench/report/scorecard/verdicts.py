@@ -34,7 +34,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dlbench.report.aggregate import quantile, summarize, trim_extremes
+from dlbench.report.aggregate import summarize, trim_extremes
+from dlbench.results.stats import percentile
 
 #: The quantile of sd% the stability verdict looks at.
 QUANTILE = 0.8
@@ -134,7 +135,7 @@ def mila_verdicts(figures: Sequence[Figures], stability_threshold: float = 0.05)
     return Verdicts(
         present=sum(f.result is not None for f in figures),
         expected=len(figures),
-        deviation_quantile=quantile(spreads, QUANTILE) if spreads else None,
+        deviation_quantile=percentile(spreads, 100 * QUANTILE) if spreads else None,
         performance=math.fsum(gains) / len(gains) if gains else None,
         stability_threshold=100.0 * stability_threshold,
     )

@@ -1,6 +1,6 @@
-"""The serving curves (:mod:`dlbench.report.serving.curves`) as a chart: the PNG, SVG or PDF
-file drawn with matplotlib, and the axes, labels and marks it shares with the HTML
-report's SVG chart (:mod:`dlbench.report.serving.section`).
+"""The serving curves (:mod:`dlbench.report.serving.curves`) as a chart drawn with
+matplotlib: a PNG, SVG or PDF file, and the HTML report's chart
+(:mod:`dlbench.report.serving.section` inlines the same figure).
 
 The chart plots the latency at the percentile of the rules (y, in the unit the key is
 declared with, ms) against the achieved throughput (x, queries/s), one line per curve
@@ -115,9 +115,9 @@ def _draw_curves(axes: Axes, curves: Sequence[ServingCurve],
 
 @dataclass
 class ServingAxes:
-    """What the PNG (matplotlib) and the page's SVG of one serving chart share: the
-    curves' labels, the axes' labels, units, scale and limits, and the lines across the
-    plot (bounds, and the knee limit of a curve without one) with their legend texts."""
+    """The layout of one serving chart: the curves' labels, the axes' labels, units,
+    scale and limits, and the lines across the plot (bounds, and the knee limit of a
+    curve without one) with their legend texts."""
 
     labels: list[str]
     xlabel: str

@@ -141,7 +141,7 @@ def find_knee(points: Sequence[ServingPoint]) -> tuple[int | None, list[float | 
     return knee, limits
 
 
-def _mean(members: Sequence[Mapping[str, Any]], key: str) -> float | None:
+def _averaged(members: Sequence[Mapping[str, Any]], key: str) -> float | None:
     values = [v for v in (as_number(r.get(key)) for r in members) if v is not None]
     if not values:
         return None
@@ -159,9 +159,9 @@ def _point(offered: float, members: Sequence[Mapping[str, Any]]) -> ServingPoint
     reasons = dict.fromkeys(str(reason) for r in members
                             for reason in (r.get("results.valid_reasons") or []))
     return ServingPoint(
-        offered=offered, achieved=_mean(members, ACHIEVED),
-        percentiles={q: _mean(members, key) for q, key in PERCENTILES},
-        at_percentile=_mean(members, AT_PERCENTILE),
+        offered=offered, achieved=_averaged(members, ACHIEVED),
+        percentiles={q: _averaged(members, key) for q, key in PERCENTILES},
+        at_percentile=_averaged(members, AT_PERCENTILE),
         valid=all(verdicts) if all(isinstance(v, bool) for v in verdicts) else None,
         reasons=list(reasons), bound_ms=_bound(members[0]), runs=len(members))
 

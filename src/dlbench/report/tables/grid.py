@@ -18,7 +18,7 @@ from dlbench.report.cells import Table
 
 TIME = "results.time"
 
-# Per-batch times in ms (measure.stats.summarize_times); not time_std, time_cv or
+# Per-batch times in ms (results.stats.summarize_times); not time_std, time_cv or
 # time_data, which are a spread, a ratio and a list.
 _TIME_VARIABLE = re.compile(r"results\.time(_min|_max|_p\d+)?")
 _RATE_VARIABLES = ("results.throughput",)

@@ -30,7 +30,7 @@ PLACEHOLDERS: dict[str, tuple[str, str]] = {
 
 _MS = "ms"
 
-#: The timing results the worker writes (``measure/stats.py``, ``worker/``).
+#: The timing results the worker writes (``results/stats.py``, ``worker/``).
 _TIMING = [
     ResultKey("results.time", "float", _MS,
               "mean time of a timed batch (a step, across replicas)", ".2f", "mean",

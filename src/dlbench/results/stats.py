@@ -1,4 +1,11 @@
-"""Statistics of per-batch times.
+"""Statistics: the one mean, sample standard deviation and percentile of dlbench,
+and the summaries of per-batch times built on them.
+
+The worker (``results.time*``), the parent (repeats and parallel copies) and every
+report (means and spreads of repeated measurements, the scorecard's sd% quantile)
+compute their figures here, so a number means the same wherever it is shown. The
+module lives in ``results`` because both the worker side (``measure``) and
+``report`` may import it (docs/design.md, "The import rule").
 
 All figures are computed from the raw, unrounded batch times, which are kept in the
 record as ``results.time_data`` so that every summary can be recomputed.
@@ -18,20 +25,44 @@ def mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
 
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """:func:`mean`, or None when there are no values (a table cell left empty)."""
+    return mean(values) if values else None
+
+
 def sample_std(values: Sequence[float]) -> float:
-    """Sample standard deviation (divisor n - 1); 0.0 for fewer than two values."""
+    """Sample standard deviation (divisor n - 1); 0.0 for fewer than two values.
+
+    The deviations from :func:`mean` are squared one by one, each square correctly
+    rounded (``d * d``; Python's ``d ** 2`` is the C library's ``pow``, one unit in
+    the last place off for about one value in a thousand), and summed exactly.
+
+    >>> sample_std([10.0, 12.0, 14.0])
+    2.0
+    """
     n = len(values)
     if n < 2:
         return 0.0
-    m = mean(values)
-    return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
+    # NumPy is loaded when a spread is computed, not by each module that imports this
+    # one for its other figures (``dlbench plan`` starts without it).
+    import numpy as np
+
+    deviations = np.asarray(values, dtype=float) - mean(values)
+    return math.sqrt(math.fsum((deviations * deviations).tolist()) / (n - 1))
 
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0..100) by linear interpolation between closest ranks.
 
     This is the method numpy calls ``linear`` (its default), so figures agree with
-    what a user computes from ``results.time_data`` with numpy or pandas.
+    what a user computes from ``results.time_data`` with numpy or pandas, to the last
+    bit or one unit in it: ``numpy.percentile`` rounds the interpolation its own way
+    (from the upper rank when past the middle), which would change the last bit of
+    about one stored percentile in nine, so the rule stays written out here
+    (docs/design.md, "Statistics").
+
+    >>> percentile([10.0, 20.0, 30.0, 40.0], 50)
+    25.0
     """
     if not values:
         raise ValueError("percentile of no values")
@@ -42,6 +73,25 @@ def percentile(values: Sequence[float], q: float) -> float:
     low = math.floor(rank)
     high = math.ceil(rank)
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def loadgen_percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0 < q < 100) by LoadGen's rule: the sorted value at
+    index ``floor(n * q / 100)``, a value that was measured (no interpolation).
+
+    MLPerf LoadGen reports serving latencies this way; ``results.latency_p*`` and the
+    generation figures (``results.ttft_p*``) follow it so that they compare with
+    LoadGen's. Batch times use :func:`percentile` (numpy's rule).
+
+    >>> loadgen_percentile(list(range(1, 101)), 90)
+    91
+    """
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0.0 < q < 100.0:
+        raise ValueError(f"percentile {q} outside (0, 100)")
+    index = math.floor(len(values) * q / 100.0 + 1e-9)
+    return sorted(values)[min(index, len(values) - 1)]
 
 
 # Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom.
