@@ -51,7 +51,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dlbench.results.store import Store
+from dlbench.api import Store
 
 # Beside this script: run as a script (and in its child processes), its folder is the
 # first entry of the import path.

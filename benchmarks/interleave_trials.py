@@ -22,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dlbench.api import load_records
 from dlbench.report.compare.compare import compare_records
-from dlbench.results.io import load_records
 
 
 def trial(args: argparse.Namespace, root: Path, b_step: str, b_seed: int) -> tuple[float, float,

@@ -44,13 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlbench.api import Store
 from dlbench.results.stats import (
     ci95_half_width,
     mean,
     median_ci95_half_width,
     t_quantile_975,
 )
-from dlbench.results.store import Store
 
 MIN_BATCHES = 10  # exp.min_batches
 MIN_SECONDS = 1.0  # exp.min_duration

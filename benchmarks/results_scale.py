@@ -70,7 +70,7 @@ def real_record(work: Path) -> dict[str, Any]:
          "-P", "exp.num_warmup_batches=2", "-P", "exp.num_batches=500",
          "-P", "fake.step_ms=0.2", "-P", "monitor.frequency=0.02", "--out", str(out)],
         check=True, capture_output=True, text=True)
-    from dlbench.results.store import Store
+    from dlbench.api import Store
 
     with Store.in_directory(out, create=False) as store:
         (record,) = store.records()
@@ -122,7 +122,7 @@ def _peak_mb() -> float:
 
 def _write(path: str, n: int, template: dict[str, Any], v1: bool, dlbs: bool = False
            ) -> dict[str, float]:
-    from dlbench.results.store import Store
+    from dlbench.api import Store
 
     spent = 0.0
     if v1:

@@ -257,7 +257,7 @@ def dlbench_candidate(count: int, folder: Path) -> dict[str, str]:
     """dlbench's own store (one wide table ``results`` and its bookkeeping), written
     through :class:`~dlbench.results.store.Store`; the aggregate in plain SQL, the
     selection through ``Store.records(where=...)`` (SQL, then the query's own rule)."""
-    from dlbench.results.store import Store
+    from dlbench.api import Store
 
     path = folder / "dlbench.sqlite"
     measured = Measured()

@@ -56,6 +56,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     # only in a child process (the worker, or `dlbench help --frameworks`'s device query).
     "cli": frozenset({"config", "results", "measure", "launch", "report", "suites"}),
     "__main__": frozenset({"cli"}),
+    # The public face, for scripts and plug-ins: it names what they need from every
+    # package (each imported on first use), and no unit imports it.
+    "api": frozenset({"config", "results", "measure", "models", "backends", "worker",
+                      "launch", "report", "suites", "cli"}),
 }
 
 #: Top-level names of the frameworks a backend drives.
@@ -64,7 +68,7 @@ FRAMEWORKS = frozenset({"torch", "jax", "jaxlib", "flax", "optax", "tensorflow",
 
 #: Units that run in the parent process: none may import a framework at module level.
 PARENT_SIDE = ("dlbench", "errors", "formats", "textsafe", "plugins", "config", "results",
-               "launch", "report", "suites", "cli")
+               "launch", "report", "suites", "cli", "api")
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,13 @@ def test_imports_follow_the_layering() -> None:
     assert not wrong, "imports against the layering:\n" + "\n".join(wrong)
 
 
+def test_nothing_in_the_package_imports_the_public_api() -> None:
+    assert not [unit for unit, allowed in ALLOWED.items() if "api" in allowed]
+    users = [imp.describe() for imp in all_imports()
+             if imp.target == "dlbench.api" and _unit(imp.module) != "api"]
+    assert not users, "dlbench.api is for scripts and plug-ins:\n" + "\n".join(users)
+
+
 def test_the_rule_has_no_cycles() -> None:
     # Every unit is below its users: a depth-first walk never meets a unit on its path.
     def visit(unit: str, path: tuple[str, ...]) -> None:
@@ -210,7 +221,7 @@ def test_the_rule_is_not_looser_than_the_code_needs() -> None:
 
 
 def test_worker_side_never_imports_the_parent_side() -> None:
-    parent_only = {"launch", "report", "suites", "cli", "__main__"}
+    parent_only = {"launch", "report", "suites", "cli", "__main__", "api"}
     for unit in ("config", "results", "measure", "models", "backends", "worker"):
         assert not ALLOWED[unit] & parent_only, unit
 
