@@ -12,7 +12,6 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,12 +19,10 @@ import pytest
 
 from dlbench.results.store import FORMAT_VERSION, STORE_FILENAME
 from tests.conftest import CliRunner
+from tests.e2e.conftest import FAKE
 
 Done = subprocess.CompletedProcess[str]
 
-FAKE = ["-P", "exp.framework=fake", "-P", "fake.step_ms=1", "-P", "exp.num_batches=2",
-        "-P", "exp.num_warmup_batches=0", "-P", "monitor.enabled=false",
-        "-V", "exp.replica_batch=[1,2]"]
 
 #: Planted in the store: any insert into, or update of, ``meta`` (which converting an
 #: older format makes) deletes every experiment, and a view calling a function.
@@ -34,16 +31,6 @@ CREATE TRIGGER planted_insert AFTER INSERT ON meta BEGIN DELETE FROM experiments
 CREATE TRIGGER planted_update AFTER UPDATE ON meta BEGIN DELETE FROM experiments; END;
 CREATE VIEW planted_view AS SELECT count(*) AS n FROM experiments;
 """
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A run directory of two fake experiments, made once."""
-    out = tmp_path_factory.mktemp("pristine") / "run"
-    proc = subprocess.run([sys.executable, "-m", "dlbench", "run", *FAKE, "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return out
 
 
 def _as_format4(store: Path) -> None:

@@ -8,24 +8,14 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dlbench.results.store import FORMAT_VERSION, STORE_FILENAME
 from tests.conftest import CliRunner
-from tests.e2e.test_reads_never_write import FAKE, TRIGGERS, _as_format4, _files
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A run directory of two fake experiments, made once."""
-    out = tmp_path_factory.mktemp("pristine") / "run"
-    proc = subprocess.run([sys.executable, "-m", "dlbench", "run", *FAKE, "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return out
+from tests.e2e.conftest import FAKE
+from tests.e2e.test_reads_never_write import TRIGGERS, _as_format4, _files
 
 
 @pytest.fixture()

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from dlbench.config.validate_logs import RUN_DIR_FILES, RUN_LOCK_FILENAME
 from dlbench.errors import ResultsError
-from dlbench.results.sqlite_files import SQLITE_HEADER
+from dlbench.results.sqlite_files import SQLITE_HEADER, is_sqlite_file, read_head
 from dlbench.results.store import STORE_FILENAME
 
 #: The folders of a run directory that hold what dlbench itself wrote: the logs and
@@ -101,27 +101,6 @@ def writes_in_place(path: str | Path, flag: str = "--output") -> bool:
     raise ResultsError(f"{flag} {path}: {what}; give a file name")
 
 
-def _head(path: Path, size: int) -> bytes:
-    """The first ``size`` bytes of ``path`` when it is a regular file, else ``b""``.
-
-    Opened without blocking and checked once open: a FIFO put there since would
-    otherwise wait for a writer, and a device would be read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError:
-        return b""
-    try:
-        return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
-
-
-def _is_sqlite(path: Path) -> bool:
-    return _head(path, len(SQLITE_HEADER)) == SQLITE_HEADER
-
-
 def _why_not(target: Path, inputs: list[Path | None], history: Path | None
              ) -> str | None:
     """Why ``target`` (resolved) must not be written over, or None."""
@@ -129,12 +108,12 @@ def _why_not(target: Path, inputs: list[Path | None], history: Path | None
         return "is an input of this command"
     if history is not None and target == history:
         return "is the history store"
-    head = _head(target, _LOG_SNIFF_BYTES)
+    head = read_head(target, _LOG_SNIFF_BYTES)
     if head.startswith(SQLITE_HEADER):
         return "is an SQLite database (a results store or a history)"
     for companion in _SQLITE_COMPANIONS:
         base = target.name.removesuffix(companion)
-        if base != target.name and _is_sqlite(target.with_name(base)):
+        if base != target.name and is_sqlite_file(target.with_name(base)):
             return f"belongs to the SQLite database {target.with_name(base)}"
     for folder in target.parents:
         if is_run_directory(folder):

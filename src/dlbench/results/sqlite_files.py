@@ -49,16 +49,27 @@ _WRITE_VERSION_OFFSET = 18
 _WAL_VERSION = 2
 
 
+def read_head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of ``path`` when it is a regular file, else ``b""``.
+
+    Opened without blocking and checked once open: a FIFO put there since would
+    otherwise wait for a writer, and a device would be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def is_sqlite_file(path: Path) -> bool:
     """Whether ``path`` is an existing regular file that starts as an SQLite database
-    does. Nothing else is opened: reading a FIFO or a device could block or never end."""
-    try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            return False
-        with open(path, "rb") as file:
-            return file.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-    except OSError:
-        return False
+    does (:func:`read_head`: nothing else is read)."""
+    return read_head(path, len(SQLITE_HEADER)) == SQLITE_HEADER
 
 
 def check_sqlite_file(path: Path, what: str) -> None:

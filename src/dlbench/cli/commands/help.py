@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import importlib.metadata
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -45,17 +44,6 @@ def _regex(text: str, flag: str) -> str:
     """``text``, checked to be a pattern dlbench can run (RE2's syntax)."""
     compile_user_regex(text, f"{flag} {text!r} is not a regular expression", ignore_case=True)
     return text
-
-
-def _result_keys(pattern: str) -> list[str]:
-    """``describe_keys`` of the result keys whose name ``pattern`` finds (searched,
-    not anchored, case-sensitive), run by RE2: the keys found are handed on as a
-    pattern of their escaped names, which cannot backtrack."""
-    regex = compile_user_regex(pattern, f"--results {pattern!r} is not a regular expression")
-    names = [key.name for key in RESULT_KEYS if regex.finds(key.name)]
-    if not names:
-        return []
-    return describe_keys("^(?:" + "|".join(map(re.escape, names)) + ")$")
 
 
 #: Seconds a framework may take to import and list its devices (TensorFlow alone
@@ -221,7 +209,7 @@ def show_help(args: argparse.Namespace) -> int:
         # The parser that parsed this command (cli.main sets it), every command's.
         lines += flag_lines(args.root_parser)
     if args.results is not None:
-        keys = _result_keys(args.results) if args.results else describe_keys(None)
+        keys = describe_keys(args.results or None)
         lines += keys or ["no result key matches"]
     if not lines:
         lines = [

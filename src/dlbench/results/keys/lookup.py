@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from dlbench.config.user_regex import compile_user_regex
 from dlbench.errors import MetricError
 from dlbench.results.keys.table import PLACEHOLDERS, RESULT_KEYS, ResultKey
 from dlbench.results.text_table import aligned_lines
@@ -194,12 +195,15 @@ def _row(key: ResultKey) -> list[str]:
     return [key.name, key.type, key.unit, key.better, key.description]
 
 
-def describe_keys(pattern: str | None = None) -> list[str]:
+def describe_keys(pattern: str | None = None, flag: str = "--results") -> list[str]:
     """The table as text lines (name, type, unit, better, meaning), keys matching the
-    regular expression ``pattern`` (searched, not anchored) only, then what each
-    placeholder used stands for. An invalid ``pattern`` raises ``re.error``."""
-    regex = re.compile(pattern) if pattern else None
-    keys = [k for k in RESULT_KEYS if regex is None or regex.search(k.name)]
+    regular expression ``pattern`` (searched, not anchored; a user's, so run by RE2:
+    :func:`~dlbench.config.user_regex.compile_user_regex`) only, then what each
+    placeholder used stands for. A pattern RE2 cannot run raises ConfigError naming
+    ``flag``."""
+    regex = (compile_user_regex(pattern, f"{flag} {pattern!r} is not a regular expression")
+             if pattern else None)
+    keys = [k for k in RESULT_KEYS if regex is None or regex.finds(k.name)]
     if not keys:
         return []
     # The meaning is free text: its rule spans the header only.
