@@ -71,3 +71,22 @@ def one_torch_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def tiny_llm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random-weight Llama and its tokenizer, built once per session
+    (tests/endpoint_servers.py says how, and why each count it gives is exact)."""
+    from tests.endpoint_servers import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-llm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_llm_server(tiny_llm_dir: Path) -> Iterator[str]:
+    """``transformers serve`` of the tiny model, started once per session: its base URL
+    (``http://127.0.0.1:PORT/v1``); the model's name is ``tiny_llm_dir.name``."""
+    from tests.endpoint_servers import transformers_server
+
+    with transformers_server(tiny_llm_dir) as url:
+        yield url

@@ -18,6 +18,7 @@ The one hierarchy (all defined here; the two marked * by the model builders,
     ├── ChartError              a chart that cannot be built as asked
     ├── WorkerError             inside the worker, as the experiment's status message
     │   ├── NonFiniteLoss       the training loss became NaN or infinite
+    │   ├── EndpointError       a served model's endpoint cannot be benchmarked as asked
     │   ├── ImageTooSmall *
     │   └── FlopsNotCounted *
     ├── UsageError              the command line itself
@@ -91,6 +92,13 @@ class MeasurementRefused(DlbenchError):
     """A measurement that cannot be what it claims to be (``dlbench peak`` under CPU
     contention, far below the peak already saved) is not stored; the message says why
     and which flag stores it anyway."""
+
+
+class EndpointError(WorkerError):
+    """An OpenAI-compatible endpoint cannot be benchmarked as asked: it is unreachable,
+    refuses the key, does not serve the model or the API, or does not stream. Found by
+    the client's probe before any load is sent; the message names the ``endpoint.*``
+    parameter to change and never holds the API key."""
 
 
 class NonFiniteLoss(WorkerError):

@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.heap import frozen_heap
+
+__all__ = ["FAKE", "frozen_heap", "pristine"]  # frozen_heap: autouse, for every module here
+
 #: Two fake experiments, quick and without the resource monitor.
 FAKE = ["-P", "exp.framework=fake", "-P", "fake.step_ms=1", "-P", "exp.num_batches=2",
         "-P", "exp.num_warmup_batches=0", "-P", "monitor.enabled=false",

@@ -41,9 +41,10 @@ def test_smoke_suite_trains_one_model_of_each_workload(
 def test_one_per_workload_covers_every_workload() -> None:
     from dlbench.models.pytorch.workloads import WORKLOADS
 
-    kinds = {WORKLOADS.get(m, "classifier") for m in ONE_PER_WORKLOAD}
-    every = {WORKLOADS.get(m, "classifier") for m in MODELS if m != "loader"}
-    assert kinds == every
+    # WORKLOADS is keyed by a model's task: one workload class per task.
+    kinds = {WORKLOADS[MODELS[m].task] for m in ONE_PER_WORKLOAD}
+    every = {WORKLOADS[info.task] for m, info in MODELS.items() if m != "loader"}
+    assert kinds == every and len(kinds) == len(ONE_PER_WORKLOAD)
 
 
 @pytest.mark.parametrize("suite", ["dlbs", "mila", "smoke"])

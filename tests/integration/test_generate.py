@@ -54,18 +54,32 @@ class _Scripted:
 def test_tokens_are_timed_one_by_one_with_known_answers() -> None:
     backend = _Scripted()
     generation = generate(backend, 2, 4, clock=backend.clock)
-    assert generation == Generation(2, [30.0, 10.0, 10.0, 10.0])
+    assert generation == Generation(2, [30.0, 10.0, 10.0, 10.0], start_ns=0)
     assert backend.calls == ["prefill 2", "sync", *["decode", "sync"] * 3]
-    # Two generations of 2 and 1 requests; the second batch's request waited 50 ms.
-    results = generation_results([generation, Generation(1, [20.0, 5.0, 5.0, 5.0])],
-                                 [0.0, 0.0, 50.0], output_tokens=4)
+    # Two generations of 2 and 1 requests, the second started at 60 ms; its request
+    # waited 50 ms (it arrived at 10 ms).
+    second = Generation(1, [20.0, 5.0, 5.0, 5.0], start_ns=60_000_000)
+    results = generation_results([generation, second], [0.0, 0.0, 50.0], output_tokens=4,
+                                 back_to_back=True)
     assert results["results.ttft_data"] == [30.0, 30.0, 70.0]
     assert results["results.ttft_p50"] == 30.0 and results["results.ttft_p99"] == 70.0
-    # Every request's inter-token latencies: 10, 10, 10 twice, then 5, 5, 5.
-    assert results["results.tpot_mean"] == pytest.approx(75.0 / 9)
-    assert (results["results.tpot_p50"], results["results.tpot_p99"]) == (10.0, 10.0)
+    # Every request's inter-token latencies, pooled: 10, 10, 10 twice, then 5, 5, 5.
+    assert results["results.itl_mean"] == pytest.approx(75.0 / 9)
+    assert (results["results.itl_p50"], results["results.itl_p99"]) == (10.0, 10.0)
+    # Per request, (last token - first) / 3: 10, 10 and 5 ms.
+    assert results["results.tpot_data"] == [10.0, 10.0, 5.0]
+    assert results["results.tpot_mean"] == pytest.approx(25.0 / 3)
     # Latencies 60, 60 and 85 ms for 4 tokens each.
+    assert results["results.latency_data"] == [60.0, 60.0, 85.0]
     assert results["results.request_tokens_per_s_p50"] == pytest.approx(4000.0 / 60)
+    # Back to back, the rates are over the generations: 0 to the last token at 95 ms.
+    assert results["results.window_seconds"] == pytest.approx(0.095)
+    assert results["results.output_tokens_per_s"] == results["results.throughput"] == (
+        pytest.approx(12 / 0.095))
+    assert results["results.requests_per_s"] == pytest.approx(3 / 0.095)
+    assert results["results.valid"] is True and "results.client_lag_p99" not in results
+    rows = results["results.request_data"]["rows"]
+    assert len(rows) == 3 and {len(r) for r in rows} == {len(rows[0])}
     assert results["results.token_data"] == [[30.0, 10.0, 10.0, 10.0], [20.0, 5.0, 5.0, 5.0]]
     for name, value in results.items():
         assert is_declared(name) and conforms(name, value), name
@@ -115,12 +129,19 @@ def test_gpt2_small_generates_requests_in_the_server_scenario(tmp_path: Path) ->
     # Each request's TTFT is its wait plus its batch's prefill and first token.
     firsts = [g[0] for g, size in zip(generations, batches, strict=True) for _ in range(size)]
     assert all(t >= f for t, f in zip(record["results.ttft_data"], firsts, strict=True))
-    for name in ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "requests_per_s"):
+    for name in ("ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "itl_p50", "itl_p99",
+                 "output_tokens_per_s_run"):
         assert record[f"results.{name}"] > 0, name
     assert record["results.ttft_p50"] <= record["results.ttft_p99"]
     assert record["results.throughput_unit"] == "tokens/s"
-    assert record["results.output_tokens_per_s"] == record["results.throughput"] == (
-        pytest.approx(4 * record["results.requests_per_s"]))
+    assert record["results.output_tokens_per_s"] == record["results.throughput"]
+    assert record["results.output_tokens_total"] == 4 * record["results.queries"]
+    # The rates are over the window of arrivals (here 75 ms, shorter than a generation):
+    # the tokens and the requests that ended inside it.
+    window = record["results.window_seconds"]
+    assert 0 <= record["results.output_tokens_per_s"] * window <= 4 * record["results.queries"]
+    done = record["results.requests_per_s"] * window
+    assert done == pytest.approx(round(done)) and 0 <= round(done) <= record["results.queries"]
 
 
 def tiny_gpt2(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
@@ -154,8 +175,14 @@ def test_batches_of_requests_without_a_cache(tmp_path: Path,
     for total, tokens in zip(record["results.time_data"], record["results.token_data"],
                              strict=True):
         assert len(tokens) == 5 and total >= sum(tokens)
-    assert record["results.throughput"] == pytest.approx(3 * 5 * 1000 / record["results.time"])
-    assert record["results.requests_per_s"] == pytest.approx(3000 / record["results.time"])
+    # The rates are over the timed generations: from the first one's start to the last
+    # one's last token, inside the timed section and around every generation's tokens.
+    window = record["results.window_seconds"]
+    assert sum(map(sum, record["results.token_data"])) <= window * 1000
+    assert window <= record["results.timed_seconds"]
+    assert record["results.throughput"] == pytest.approx(3 * 5 * 4 / window)
+    assert record["results.requests_per_s"] == pytest.approx(3 * 4 / window)
+    assert len(record["results.request_data"]["rows"]) == 3 * 5  # 1 warm-up generation
     # 6 + 5 - 1 = 10 positions of the 16 the model has; 12 + 6 - 1 do not fit.
     failed = run_in_process(plan_one(
         tmp_path / "long", *_GENERATE, f"exp.model={tiny_decoder}", "exp.prompt_tokens=12",

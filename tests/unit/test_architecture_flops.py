@@ -12,6 +12,7 @@ import pytest
 from dlbench.config.catalog import FRAMEWORKS, MODELS
 from dlbench.config.modelinfo import ModelInfo
 from dlbench.models.flops import FlopsNotCounted, architecture_flops
+from dlbench.worker import flops as worker_flops
 from dlbench.worker.flops import flop_results
 from tests.integration.worker import TOY_FORWARD, TOY_TRAINING, plan_one, resnet18_macs
 
@@ -36,6 +37,25 @@ def _count(tmp_path: Path, framework: str, model: str, phase: str, *params: str)
     return flop_results(experiment, None, f"framework:{framework}")
 
 
+@pytest.fixture
+def counts_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's architecture count made once per distinct argument list. The count
+    is a function of its arguments alone (the model, the phase and the planned sizes):
+    a framework and a batch reach it only through the sizes the planner gives them,
+    which the arguments hold, so a repeat would only count again, on the meta device
+    (seconds for a deep model), what was counted."""
+    made: dict[tuple[ModelInfo, bool, int, int], float] = {}
+
+    def once(info: ModelInfo, training: bool, image_size: int = 0, seq_len: int = 0) -> float:
+        key = (info, training, image_size, seq_len)
+        if key not in made:
+            made[key] = architecture_flops(info, training, image_size, seq_len)
+        return made[key]
+
+    monkeypatch.setattr(worker_flops, "architecture_flops", once)
+
+
+@pytest.mark.usefixtures("counts_once")
 def test_resnet18_at_64_px_is_the_hand_count(tmp_path: Path) -> None:
     macs, _ = resnet18_macs(64)
     assert 2 * macs == 297_115_648
@@ -85,6 +105,7 @@ MULTI_FRAMEWORK = sorted(
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("counts_once")
 @pytest.mark.parametrize("model", MULTI_FRAMEWORK)
 def test_every_framework_and_batch_gets_one_count(tmp_path: Path, model: str) -> None:
     """What the worker records for each framework that defines ``model``, at two batch

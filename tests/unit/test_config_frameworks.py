@@ -146,13 +146,16 @@ def test_a_framework_s_parameters_stay_in_its_namespace() -> None:
 
 def test_the_registry_holds_every_declaration_in_order() -> None:
     assert list(FRAMEWORKS) == [info.id for info in DECLARATIONS] == [
-        "pytorch", "jax", "onnxruntime", "tensorflow", "fake"]
-    # One registration line each, the declaration's module; the built-in ones are two
-    # modules by choice (docs/extending.md), the backend named by the declaration.
-    assert tuple(f"dlbench.config.frameworks.{info.id}" for info in DECLARATIONS) == MODULES
+        "pytorch", "jax", "onnxruntime", "tensorflow", "fake", "endpoint"]
+    # One registration line each, the declaration's module: the older frameworks' in
+    # config/frameworks/ with their backends in backends/; a framework of one folder
+    # (frameworks/<id>/) holds its declaration and its backend together.
+    assert (*(f"dlbench.config.frameworks.{info.id}" for info in DECLARATIONS[:-1]),
+            "dlbench.frameworks.endpoint.declaration") == MODULES
     assert all(load_declaration(path) is info
                for path, info in zip(MODULES, DECLARATIONS, strict=True))
-    assert all(info.module.startswith("dlbench.backends.") for info in DECLARATIONS)
+    assert all(info.module.startswith(("dlbench.backends.", f"dlbench.frameworks.{info.id}."))
+               for info in DECLARATIONS)
     for info in DECLARATIONS:
         assert [p.name for p in REGISTRY.namespace(info.id)] == [p.name for p in info.params]
 
@@ -160,7 +163,7 @@ def test_the_registry_holds_every_declaration_in_order() -> None:
 # Each framework's name for each shared knob: the names users' specs have always used.
 KNOB_NAMES = {
     "seed": {"pytorch": "pytorch.seed", "jax": "jax.seed", "onnxruntime": "onnxruntime.seed",
-             "tensorflow": "tensorflow.seed", "fake": "fake.seed"},
+             "tensorflow": "tensorflow.seed", "fake": "fake.seed", "endpoint": "endpoint.seed"},
     "threads": {"pytorch": "pytorch.num_threads", "onnxruntime": "onnxruntime.intra_op_threads",
                 "tensorflow": "tensorflow.num_threads"},
     "inter_op_threads": {"onnxruntime": "onnxruntime.inter_op_threads",

@@ -47,6 +47,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "models": frozenset({"config", "results", "measure"}),
     "backends": frozenset({"config", "results", "measure", "models"}),
     "worker": frozenset({"config", "results", "measure", "models", "backends"}),
+    # One folder per framework: a declaration (config's level: loaded by the catalog as
+    # a string) and what its worker runs (a backend's level).
+    "frameworks": frozenset({"config", "results", "measure", "models", "backends"}),
     # measure: the statistics of repeats and parallel copies, and the core split that
     # the worker's replicas use too (pure functions, no framework).
     "launch": frozenset({"config", "results", "measure"}),
@@ -59,7 +62,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # The public face, for scripts and plug-ins: it names what they need from every
     # package (each imported on first use), and no unit imports it.
     "api": frozenset({"config", "results", "measure", "models", "backends", "worker",
-                      "launch", "report", "suites", "cli"}),
+                      "frameworks", "launch", "report", "suites", "cli"}),
 }
 
 #: Top-level names of the frameworks a backend drives.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from dlbench.errors import NonFiniteLoss as NonFiniteLoss  # importable here too, where it began
 from dlbench.errors import WorkerError
@@ -113,6 +113,19 @@ class Backend(ABC):
 
     def teardown(self) -> None:  # noqa: B027 - optional hook
         """Release what ``setup`` took. Called even when a step failed."""
+
+
+@runtime_checkable
+class DrivesLoad(Protocol):
+    """A backend whose system under test is measured by the load it sends, not by
+    steps the worker times: a server over HTTP (``exp.framework=endpoint``). The worker
+    calls :meth:`load_results` after ``setup`` instead of the timing loop."""
+
+    def load_results(self, progress: Any, mark: Any) -> dict[str, Any]:
+        """Send the experiment's load and return its ``results.*``; ``progress`` is the
+        worker's progress writer, ``mark(name, count)`` marks the timed section's
+        ``timed_start`` and ``timed_end`` for the monitor."""
+        ...
 
 
 def run_steps(backend: Backend, first: int, count: int) -> int:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 from dlbench import __version__
+from dlbench.cli.commands import definitions as commands_definitions
 from dlbench.cli.commands import help as commands_help
 from dlbench.cli.commands import history as commands_history
 from dlbench.cli.commands import results as commands_results
@@ -262,6 +263,16 @@ def _add_plot(sub: Subparsers) -> None:
     plot.set_defaults(handler=_lazy("plot", "plot"))
 
 
+def _add_definitions(sub: Subparsers) -> None:
+    definitions = sub.add_parser(
+        "definitions", help="a serving run in vLLM's, SGLang's, aiperf's... definitions",
+        description="Print each serving experiment's figures as vLLM, SGLang, aiperf, "
+                    "GuideLLM, MLPerf LoadGen and inference-perf define them, from the "
+                    "same stored request timestamps, beside dlbench's "
+                    "(docs/serving-definitions.md).")
+    commands_definitions.add_arguments(definitions)
+
+
 def _add_sysinfo(sub: Subparsers) -> None:
     sysinfo = sub.add_parser("sysinfo", help="this machine's environment",
                              description="Print the system information recorded with runs.")
@@ -312,8 +323,8 @@ def _add_store(sub: Subparsers) -> None:
 #: here.
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     _add_run, _add_plan, _add_status, _add_help, _add_parse, _add_query, _add_report,
-    _add_baseline, _add_compare, _add_plot, _add_sysinfo, _add_peak, _add_history,
-    _add_store,
+    _add_baseline, _add_compare, _add_plot, _add_definitions, _add_sysinfo, _add_peak,
+    _add_history, _add_store,
 )
 
 

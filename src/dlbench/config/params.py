@@ -66,6 +66,10 @@ class Param:
     #: spec does not set it: for a value an expression would write badly (a lookup
     #: in a table). ``default`` then says in words what it is derived from.
     derive: Callable[[Callable[[str], Any]], Any] | None = None
+    #: The value is a choice of the user's even though ``derive`` fills its default
+    #: (``exp.model``: ``served:<name>`` for a framework measuring a server, resnet50
+    #: otherwise), so it is an identity parameter as if set, never a derived one.
+    chosen: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES:
@@ -74,7 +78,7 @@ class Param:
     @property
     def derived(self) -> bool:
         """True when the default is computed from other parameters."""
-        return self.derive is not None or (
+        return (self.derive is not None and not self.chosen) or (
             isinstance(self.default, str) and ("${" in self.default or "$(" in self.default))
 
     @property

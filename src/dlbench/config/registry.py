@@ -189,7 +189,18 @@ def _model_param() -> Param:
                  "Model id from the zoo (see `dlbench help --models`), or from a library: "
                  "`hf:<name>` (a shipped Hugging Face configuration, or `hf:<path>` to a "
                  "config.json or model folder; sizes from hf.*), `timm:<name>`, "
-                 "`torchvision:<name>`, all with random weights.", choices=tuple(MODELS))
+                 "`torchvision:<name>`, all with random weights. A framework that measures "
+                 "a server's model sets it: `served:<its model parameter>`.",
+                 choices=tuple(MODELS), derive=_default_model, chosen=True)
+
+
+def _default_model(get: Callable[[str], Any]) -> str:
+    """exp.model when the spec does not set it: ``served:<name>`` for a framework that
+    measures a served model (its ``served_model`` parameter names it), else resnet50."""
+    info = FRAMEWORKS.get(get("exp.framework"))
+    if info is not None and info.served_model:
+        return f"served:{get(info.served_model)}"
+    return "resnet50"
 
 
 def _model_title_param() -> Param:
@@ -269,7 +280,8 @@ _EXP = [
           "All replicas: local replicas times nodes. The scaling axis of reports."),
     Param("exp.replica_batch", "int", 16,
           "Per-replica batch size (samples per step per replica), 1 to 1048576 (2^20). "
-          "`auto`: the largest batch that runs (doubling, then bisection on out of memory).",
+          "`auto`: the largest batch that runs (doubling, then bisection on out of memory); "
+          "exp.framework=endpoint: the most requests in flight meeting the SLOs.",
           special=("auto",)),
     Param("exp.device_batch", "int", "${exp.replica_batch}",
           "DLBS's older name of exp.replica_batch: setting it sets exp.replica_batch.",

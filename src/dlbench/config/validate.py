@@ -151,8 +151,9 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
     for param in REGISTRY:
         if param.choices is None or values[param.name] in param.choices:
             continue
-        if param.name == "exp.model" and is_external(values[param.name]):
-            continue  # hf:, timm:, torchvision: checked with the model below
+        if param.name == "exp.model" and (is_external(values[param.name])
+                                          or _serves(values["exp.framework"])):
+            continue  # hf:, timm:, torchvision:, served: checked with the model below
         kind = _KNOWN_KINDS.get(param.name)
         if kind is not None:
             known = ", ".join(map(str, param.choices))
@@ -161,6 +162,8 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
         raise ConfigError(f"{shown(param.name)} is not one of {accepted}")
 
     framework = FRAMEWORKS[values["exp.framework"]]
+    if framework.served_model:
+        _check_served(values, raw, framework)
     missing = framework.missing_requirements()
     if missing and not values["exp.docker"]:  # in a container, the image has it
         hint = framework.install_hint or f"pip install {' '.join(missing)}"
@@ -231,11 +234,41 @@ def check_experiment(values: Mapping[str, Any], raw: RawExperiment) -> None:
     _check_replicas(values, raw, framework)
 
 
+def _serves(framework: Any) -> bool:
+    """Whether the framework ``framework`` measures a served model (an unknown one is
+    refused by the checks of choices)."""
+    info = FRAMEWORKS.get(framework) if isinstance(framework, str) else None
+    return info is not None and bool(info.served_model)
+
+
+def _check_served(values: Mapping[str, Any], raw: RawExperiment,
+                  framework: FrameworkInfo) -> None:
+    """A framework measuring a served model: its model parameter names one, and
+    exp.model, when the spec sets it, agrees."""
+    name = framework.served_model
+    shown = describe(name, values[name], raw[name].source)
+    if not str(values[name]).strip():
+        raise ConfigError(f"{shown}: exp.framework={framework.id} needs the model's name at "
+                          f"the server (what GET /v1/models lists), e.g. -P {name}=NAME")
+    wanted = f"served:{values[name]}"
+    if values["exp.model"] != wanted:
+        model = describe("exp.model", values["exp.model"], raw["exp.model"].source)
+        raise ConfigError(f"{model}: exp.framework={framework.id} measures the model {name} "
+                          f"names ({wanted}); leave exp.model unset")
+
+
 def _check_library(values: Mapping[str, Any], raw: RawExperiment, framework: FrameworkInfo,
                    model: ModelInfo) -> None:
-    """A model from a library (``hf:``, ``timm:``, ``torchvision:``): a framework that
-    builds it, and the library installed (unless in a container, or simulated)."""
+    """A model from a library (``hf:``, ``timm:``, ``torchvision:``) or a server
+    (``served:``): a framework that builds or measures it, and the library installed
+    (unless in a container, or simulated)."""
     shown = describe("exp.model", values["exp.model"], raw["exp.model"].source)
+    if model.source == "served" or framework.served_model:
+        if model.source != "served" or not framework.served_model:
+            served = ", ".join(f.id for f in FRAMEWORKS.values() if f.served_model)
+            raise ConfigError(f"{shown} is measured at a server, by exp.framework={served}, "
+                              f"not by framework {framework.id}")
+        return
     if not framework.simulated and framework.id not in model.builders:
         builders = ", ".join(model.builders)
         raise ConfigError(f"{shown} is built by {builders} only, not framework "

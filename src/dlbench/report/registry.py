@@ -96,5 +96,7 @@ register("strong-scaling", "models by replica count, the effective batch fixed "
          "(throughput, speedup, efficiency)", "dlbench.report.tables.reports:StrongScaling")
 register("scorecard", "pass or fail against the targets of --baseline FILE",
          "dlbench.report.scorecard.scorecard:Scorecard")
-register("serving", "server-scenario latency vs achieved throughput per offered load, knee "
-         "and bound (exp.scenario=server)", "dlbench.report.serving.report:Serving")
+register("serving", "latency vs achieved throughput per offered load of server-scenario "
+         "runs, and output tokens/s, TTFT and TPOT per load of generate-phase runs (in "
+         "process or an endpoint's, a load search's probes too), with their knees",
+         "dlbench.report.serving.report:Serving")

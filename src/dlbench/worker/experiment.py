@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from dlbench.backends.base import Backend, load_backend
+from dlbench.backends.base import Backend, DrivesLoad, load_backend
+from dlbench.config.catalog import FRAMEWORKS
 from dlbench.config.registry import found_batch_parameters
 from dlbench.config.scenarios.registry import issues_queries
 from dlbench.errors import WorkerError
@@ -181,6 +182,15 @@ def _auto_batch(params: Mapping[str, Any], log: LogWriter) -> dict[str, Any]:
     return {**params, **batches}
 
 
+def _serves(params: Mapping[str, Any]) -> bool:
+    """Whether the experiment measures a model served elsewhere
+    (``exp.framework=endpoint``): there ``exp.replica_batch=auto`` is the backend's
+    search of the highest concurrency meeting the SLOs, not the memory probe of the
+    largest batch that fits."""
+    framework = FRAMEWORKS.get(str(params["exp.framework"]))
+    return framework is not None and bool(framework.served_model)
+
+
 def _scenario_results(
     params: Mapping[str, Any], backend: Backend, progress: ProgressWriter, mark: Marker,
 ) -> dict[str, Any]:
@@ -284,7 +294,7 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter, start: str = "fres
     mark = monitor_marker(progress, monitor)
     try:
         progress.enter("setup")
-        if params["exp.replica_batch"] == AUTO:
+        if params["exp.replica_batch"] == AUTO and not _serves(params):
             params = _auto_batch(params, log)
         backend = load_backend(backend_params(params))
         backend.setup()
@@ -298,6 +308,14 @@ def run_experiment(params: Mapping[str, Any], log: LogWriter, start: str = "fres
             results, steps = train_to_accuracy(params, backend)
             progress.enter("finish")
             results.update(backend.finish(steps))
+        elif isinstance(backend, DrivesLoad):  # a server measured by its own client
+            # The requests completed go to the log as they end (results.progress), so
+            # that a long run, or a search of many runs, is seen to move on.
+            progress.start()
+            try:
+                results = backend.load_results(progress, mark)
+            finally:
+                progress.stop()
         elif params["exp.phase"] == "generate":  # timed token by token: worker/generate.py
             results = generate_results(params, backend, policies(params), progress, mark)
         elif issues_queries(params["exp.scenario"]):

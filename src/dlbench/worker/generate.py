@@ -14,10 +14,15 @@ token, then ``exp.output_tokens - 1`` decoding steps.
   request; ``serve(n)`` is one generation of ``n`` requests, so the server's dynamic
   batcher decides how many requests are generated together.
 
-Per request: TTFT, the time to its first token, counted from its scheduled arrival in
-the server scenario (the wait for its batch included) and from its generation's start
-otherwise; its inter-token latencies (each decoding step of its generation); its
-output tokens per second of its whole latency. Percentiles by LoadGen's rule.
+Each request becomes a :class:`~dlbench.measure.serving.records.RequestRecord`, as a
+request to an ``endpoint`` would: scheduled at its arrival in the server scenario (its
+wait for its generation is known: its latency less its generation's serving time) and
+at its generation's start otherwise, sent then too (no client stands between it and
+the model), one text event per token at the moment the token was ready, and
+``exp.output_tokens`` as its output tokens. Every serving figure (TTFT, TPOT, ITL,
+latency, tokens/s) is then computed by :mod:`dlbench.measure.serving.definitions`, so
+a key means here what it means for an endpoint. The rates of the batch scenario are
+over the timed generations, from the first one's start to the last one's last token.
 """
 
 from __future__ import annotations
@@ -26,18 +31,26 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Protocol, runtime_checkable
 
 from dlbench.config.scenarios.registry import issues_queries
 from dlbench.errors import WorkerError
 from dlbench.measure.loadgen.scenario import run_scenario
+from dlbench.measure.serving.definitions import SteadyWindow, serving_results
+from dlbench.measure.serving.records import RequestRecord, to_rows
 from dlbench.measure.timing import AutoStop, AutoWarmup, run_batches
-from dlbench.results.stats import loadgen_percentile, mean, mean_or_none, summarize_times
+from dlbench.results.stats import summarize_times
 from dlbench.worker.heartbeat import ProgressWriter
 
-__all__ = ["Generation", "Generator", "generate", "generate_results", "generation_results"]
+__all__ = ["Generation", "Generator", "generate", "generate_results", "generation_records",
+           "generation_results"]
 
 _NS_PER_MS = 1e6
+#: The client's self-check of the serving figures: in process, a request reaches the
+#: model's queue the moment it is due (sent = scheduled), so there is no client to check.
+_NO_CLIENT = ("results.client_lag_mean", "results.client_lag_p99",
+              "results.client_cpu_percent", "results.client_kept_up")
 
 
 @runtime_checkable
@@ -66,6 +79,18 @@ class Generation:
 
     requests: int
     token_ms: list[float]
+    #: When it started, ns on the clock of :func:`generate`.
+    start_ns: int = 0
+
+    def token_times_ns(self) -> list[int]:
+        """When each token was ready, ns on the same clock as ``start_ns``.
+
+        >>> Generation(1, [30.0, 10.0, 2.5], start_ns=100).token_times_ns()
+        [30000100, 40000100, 42500100]
+        """
+        # Each time was an integer ns difference over 1e6: rounding gives it back exactly.
+        return [self.start_ns + ns for ns in accumulate(round(ms * _NS_PER_MS)
+                                                        for ms in self.token_ms)]
 
     @property
     def ttft_ms(self) -> float:
@@ -92,38 +117,59 @@ def generate(backend: Generator, requests: int, output_tokens: int,
         now = clock()
         times.append((now - last) / _NS_PER_MS)
         last = now
-    return Generation(requests, times)
+    return Generation(requests, times, began)
+
+
+def generation_records(generations: Sequence[Generation], waits_ms: Sequence[float],
+                       output_tokens: int, t0_ns: int = 0, *, first_index: int = 0,
+                       warmup: bool = False) -> list[RequestRecord]:
+    """One record per request of ``generations`` (in order), whose requests, in the same
+    order, waited ``waits_ms`` before their generation started; times in ns from
+    ``t0_ns`` (on the clock of :func:`generate`), indices from ``first_index``."""
+    requests = sum(g.requests for g in generations)
+    if requests != len(waits_ms):
+        raise WorkerError(f"{len(waits_ms)} request waits for {requests} requests generated")
+    records: list[RequestRecord] = []
+    waits = iter(waits_ms)
+    for g in generations:
+        tokens = [ns - t0_ns for ns in g.token_times_ns()]
+        for _ in range(g.requests):
+            scheduled = g.start_ns - t0_ns - round(next(waits) * _NS_PER_MS)
+            records.append(RequestRecord(
+                index=first_index + len(records), scheduled_ns=scheduled, sent_ns=scheduled,
+                chunk_ns=list(tokens), chunk_chars=[0] * len(tokens),
+                first_event_ns=tokens[0] if tokens else None,
+                done_ns=tokens[-1] if tokens else None, max_tokens=output_tokens,
+                usage_output_tokens=output_tokens, warmup=warmup))
+    return records
 
 
 def generation_results(generations: Sequence[Generation], waits_ms: Sequence[float],
-                       output_tokens: int) -> dict[str, Any]:
+                       output_tokens: int, *, warmup: Sequence[Generation] = (),
+                       t0_ns: int = 0, back_to_back: bool = False) -> dict[str, Any]:
     """The ``results.*`` of ``generations`` (in order) whose requests, in the same
-    order, waited ``waits_ms`` before their generation started."""
-    requests = sum(g.requests for g in generations)
-    if requests != len(waits_ms) or not requests:
-        raise WorkerError(f"{len(waits_ms)} request waits for {requests} requests generated")
-    ttft: list[float] = []
-    latency: list[float] = []
-    inter: list[float] = []  # every request's inter-token latencies
-    waits = iter(waits_ms)
-    for g in generations:
-        for _ in range(g.requests):
-            wait = next(waits)
-            ttft.append(wait + g.ttft_ms)
-            latency.append(wait + g.total_ms)
-            inter.extend(g.token_ms[1:])
-    per_request = [output_tokens * 1000.0 / ms for ms in latency]
-    return {
-        "results.ttft_mean": mean(ttft),
-        "results.ttft_p50": loadgen_percentile(ttft, 50),
-        "results.ttft_p99": loadgen_percentile(ttft, 99),
-        "results.tpot_mean": mean_or_none(inter),
-        "results.tpot_p50": loadgen_percentile(inter, 50) if inter else None,
-        "results.tpot_p99": loadgen_percentile(inter, 99) if inter else None,
-        "results.request_tokens_per_s_p50": loadgen_percentile(per_request, 50),
-        "results.ttft_data": ttft,
-        "results.token_data": [list(g.token_ms) for g in generations],
-    }
+    order, waited ``waits_ms`` before their generation started, after the ``warmup``
+    generations (kept in ``results.request_data``, counted in no figure). With
+    ``back_to_back`` (the batch scenario), the rates are over the generations, from
+    the first one's start to the last one's last token; else over the steady-state
+    window of the requests' arrivals."""
+    if not generations or not sum(g.requests for g in generations):
+        raise WorkerError("no request was generated")
+    records = generation_records(warmup, [0.0] * sum(g.requests for g in warmup),
+                                 output_tokens, t0_ns, warmup=True)
+    records += generation_records(generations, waits_ms, output_tokens, t0_ns,
+                                  first_index=len(records))
+    window = None
+    if back_to_back:
+        ends = generations[-1].token_times_ns()
+        window = SteadyWindow(generations[0].start_ns - t0_ns,
+                        (ends[-1] if ends else generations[-1].start_ns) - t0_ns)
+    results = serving_results(records, window=window)
+    for name in _NO_CLIENT:
+        del results[name]
+    results["results.token_data"] = [list(g.token_ms) for g in generations]
+    results["results.request_data"] = to_rows(records)
+    return results
 
 
 class _Requests:
@@ -173,6 +219,7 @@ def generate_results(
         generations.append(generate(generator, requests, output_tokens))
 
     warmup, stop = policies
+    t0 = time.perf_counter_ns()  # the run's start: every request's times count from it
     progress.enter("warmup")
     if not issues_queries(params["exp.scenario"]):
         progress.start()
@@ -181,19 +228,19 @@ def generate_results(
                                  position=progress.position)
         finally:
             progress.stop()
-        timed = generations[timing.num_warmup:]
+        warm, timed = generations[:timing.num_warmup], generations[timing.num_warmup:]
         results: dict[str, Any] = dict(summarize_times(timing.times_ms))
         results.update({
             "results.num_batches": len(timing.times_ms),
             "results.num_warmup_batches": timing.num_warmup,
             "results.stop_reason": timing.stop_reason,
             "results.timed_seconds": timing.elapsed_s,
-            "results.requests_per_s": requests * 1000.0 / results["results.time"],
             "results.time_data": timing.times_ms})
         waits = [0.0] * requests * len(timed)
     else:
         num_warmup = run_batches(step, generator.synchronize, warmup, 0,
                                  position=progress.position).num_warmup
+        warm = list(generations)
         generations.clear()
 
         def serve(samples: int) -> None:  # a query is a request
@@ -204,13 +251,16 @@ def generate_results(
         results = run_scenario(params, serve)
         mark("timed_end", num_warmup + len(generations))
         results["results.num_warmup_batches"] = num_warmup
-        results["results.requests_per_s"] = results["results.throughput"]
         timed = generations
         waits = _waits(results, timed)
     progress.enter("finish")
-    results["results.throughput"] = results["results.requests_per_s"] * output_tokens
-    results["results.throughput_unit"] = "tokens/s"
-    results["results.output_tokens_per_s"] = results["results.throughput"]
-    results.update(generation_results(timed, waits, output_tokens))
+    serving = generation_results(timed, waits, output_tokens, warmup=warm, t0_ns=t0,
+                                 back_to_back=not issues_queries(params["exp.scenario"]))
+    # The load generator's rules (queries, duration, latency bound) and the serving
+    # gates both judge the run.
+    serving["results.valid_reasons"] = [*results.get("results.valid_reasons", []),
+                                        *serving["results.valid_reasons"]]
+    serving["results.valid"] = not serving["results.valid_reasons"]
+    results.update(serving)
     results.update(generator.generate_facts())
     return results

@@ -3,7 +3,10 @@
 - ``hf:<name>``: a Hugging Face Transformers architecture from a shipped configuration
   or a local ``config.json`` (:mod:`.huggingface`), sized by the ``hf.*`` parameters;
 - ``timm:<name>``, ``torchvision:<name>``: those libraries' image classifiers
-  (:mod:`.vision_libraries`).
+  (:mod:`.vision_libraries`);
+- ``served:<name>``: a language model a server holds, measured over its API by a
+  framework that declares ``served_model`` (``exp.framework=endpoint``); dlbench builds
+  nothing of it.
 
 Each is built with random weights, only by the PyTorch backend (and simulated by the
 fake one); each needs its library installed where it runs, checked by the planner
@@ -39,6 +42,7 @@ SOURCES: dict[str, Callable[[str, Mapping[str, Any], Shown], ModelInfo]] = {
     "hf": hf_model,
     "timm": lambda model_id, values, shown: library_model(model_id, shown),
     "torchvision": lambda model_id, values, shown: library_model(model_id, shown),
+    "served": lambda model_id, values, shown: served_model(model_id),
 }
 
 #: Each source's package, and what pip installs for it (the command keeps the installed
@@ -62,6 +66,14 @@ def external_title(model_id: str) -> str:
     return hf_title(name) if source == "hf" else f"{name} ({source})"
 
 
+def served_model(model_id: str) -> ModelInfo:
+    """A model a server holds (``served:<name>``): a causal language model whose
+    sizes dlbench does not know, counted in output tokens."""
+    name = model_id.partition(":")[2]
+    return ModelInfo(model_id, f"{name} (served)", "language modeling", (1,), 0, 1,
+                     unit="tokens/s", is_image=False, task="causal_lm", source="served")
+
+
 def external_model(values: Mapping[str, Any], shown: Shown | None = None) -> ModelInfo:
     """The model ``values["exp.model"]`` names, at the experiment's sizes. ``shown``
     writes a parameter for a message (its value and where it came from); by default,
@@ -78,7 +90,7 @@ def missing_requirement(model: ModelInfo) -> tuple[str, str] | None:
     """The package an external model needs and the command that installs it keeping
     the installed torch, when it cannot be imported here (checked without importing
     it); None when installed or in the zoo."""
-    if not model.source:
+    if model.source not in REQUIREMENTS:  # the zoo's, or a served model: nothing to build
         return None
     package, wanted = REQUIREMENTS[model.source]
     if importlib.util.find_spec(package) is not None:

@@ -34,6 +34,7 @@ MODULES: tuple[str, ...] = (
     "dlbench.config.frameworks.onnxruntime",
     "dlbench.config.frameworks.tensorflow",
     "dlbench.config.frameworks.fake",
+    "dlbench.frameworks.endpoint.declaration",
 )
 
 #: Every framework's declaration, imported from :data:`MODULES`, in that order.

@@ -68,6 +68,10 @@ class FrameworkInfo:
     #: Its step is simulated and runs no model: labels show ``fake(resnet50)``, never a
     #: bare model id that would pass for a real measurement.
     simulated: bool = False
+    #: The parameter naming the model a server holds, for a framework that measures a
+    #: model served elsewhere (``endpoint.model``): ``exp.model`` is then
+    #: ``served:<its value>``, and no model of the catalog applies. Empty: none.
+    served_model: str = ""
     # `module:function` listing the devices it sees, imported only in a child process
     # of `dlbench help --frameworks`; empty: it does not say.
     devices: str = ""

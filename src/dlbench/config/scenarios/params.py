@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dlbench.config.catalog import MODELS, model_info
+from dlbench.config.catalog import FRAMEWORKS, MODELS, model_info
 from dlbench.config.params import MAX_SECONDS, Param, Shown
 from dlbench.config.run_params import check_one_process
 from dlbench.config.scenarios.registry import (
@@ -48,8 +48,9 @@ SCENARIO_PARAMS = [
     Param("exp.scenario", "str", BATCH, _scenario_help(), choices=scenario_names()),
     Param("exp.target_qps", "float", 0.0,
           "Server scenario: mean arrival rate, queries per second. `auto`: search the "
-          "highest rate whose exp.latency_percentile stays under exp.latency_bound_ms, "
-          "each probe a full run, all recorded in results.scenario_probes.",
+          "highest rate whose exp.latency_percentile stays under exp.latency_bound_ms "
+          "(exp.framework=endpoint: that meets its SLOs, endpoint.slo_*), each probe a "
+          "full run, all recorded in results.scenario_probes.",
           special=(AUTO,), minimum=0, maximum=MAX_QPS),
     Param("exp.latency_bound_ms", "float", 0.0,
           "Server scenario: the latency exp.latency_percentile of the queries must stay "
@@ -125,28 +126,40 @@ def check_scenario(values: Mapping[str, Any], shown: Shown) -> None:
         raise ConfigError(f"{shown('exp.target_qps')}: exp.scenario={chosen} needs a rate "
                           f"between {MIN_QPS} and {MAX_QPS} queries/s, or 'auto' to search "
                           f"the highest under exp.latency_bound_ms")
-    if qps == AUTO and not values["exp.latency_bound_ms"] > 0:
+    if qps == AUTO and not _served(values) and not values["exp.latency_bound_ms"] > 0:
+        # A server's search meets its framework's SLOs instead (endpoint.slo_*).
         raise ConfigError(f"{shown('exp.latency_bound_ms')}: exp.target_qps=auto searches the "
                           f"highest load under a latency bound: give one > 0 ms")
 
 
+def _served(values: Mapping[str, Any]) -> bool:
+    """Whether the experiment's framework measures a model served elsewhere
+    (``exp.framework=endpoint``): its load and its searches are its own."""
+    framework = FRAMEWORKS.get(values["exp.framework"])
+    return framework is not None and bool(framework.served_model)
+
+
 def _check_generate(values: Mapping[str, Any], shown: Shown) -> None:
     """exp.phase=generate: a decoder model, one process of one replica, a number of
-    requests, and what the generation loop does not do refused by name."""
+    requests, and what the generation loop does not do refused by name. A server
+    (:func:`_served`) searches its own highest load: ``exp.target_qps=auto`` and
+    ``exp.replica_batch=auto``, which its framework checks."""
     model = model_info(values, shown)
     if model.task != "causal_lm":
         decoders = ", ".join(m.id for m in MODELS.values() if m.task == "causal_lm")
         raise ConfigError(f"{shown('exp.phase')} needs a decoder (causal language) model, "
                           f"and {shown('exp.model')} is {model.task}; decoders: {decoders}, "
                           f"and hf: causal language models")
-    if values["exp.replica_batch"] == AUTO:
+    served = _served(values)
+    if values["exp.replica_batch"] == AUTO and not served:
         raise ConfigError(f"{shown('exp.replica_batch')}: exp.phase=generate needs the "
                           f"number of requests generated together, e.g. 1")
     if values["exp.num_replicas"] > 1:
         raise ConfigError(f"{shown('exp.phase')} runs one replica: set exp.gpus to one GPU "
                           f"or none ({shown('exp.num_replicas')})")
     check_one_process(values, shown, "generation runs", "exp.phase")
-    refused = {"exp.target_qps": (values["exp.target_qps"] == AUTO, "give a rate"),
+    refused = {"exp.target_qps": (values["exp.target_qps"] == AUTO and not served,
+                                  "give a rate"),
                "exp.profile": (values["exp.profile"] != "none", "use exp.profile=none"),
                "exp.data_dir": (bool(values["exp.data_dir"]), "prompts are random tokens: "
                                                              "leave it empty")}

@@ -66,7 +66,7 @@ def curve_points(curve: ServingCurve) -> list[tuple[int, float, float]]:
             if p.achieved is not None and p.at_percentile is not None]
 
 
-def _limits(values: Sequence[float], log: bool) -> tuple[float, float]:
+def axis_limits(values: Sequence[float], log: bool) -> tuple[float, float]:
     """Axis limits with a margin around ``values``; a linear axis starts at 0 unless a
     marker there would sit on the frame."""
     if log:
@@ -170,7 +170,7 @@ def serving_axes(curves: Sequence[ServingCurve]) -> ServingAxes:
         xlabel=axis_label("achieved throughput, results.qps_achieved", x_unit),
         ylabel=axis_label(f"{pct} latency" if one else f"latency at {pct}", y_unit),
         x_unit=x_unit, y_unit=y_unit, log=log,
-        xlim=_limits([*xs, 0.0], False), ylim=_limits(heights, log),
+        xlim=axis_limits([*xs, 0.0], False), ylim=axis_limits(heights, log),
         bounds=bounds, limits=limits,
         knee_text=("knee: the highest achieved throughput within the limit"
                    if any(c.knee is not None for c in curves) else ""),
@@ -203,7 +203,7 @@ def _draw_limits(axes: Axes, layout: ServingAxes) -> tuple[list[Any], list[str]]
     return handles, texts
 
 
-def _legend(figure: Any, handles: list[Any], labels: list[str]) -> Any:
+def legend_under(figure: Any, handles: list[Any], labels: list[str]) -> Any:
     """A legend under the axes, as few columns as it takes to fit the figure's width."""
     legend = None
     for ncols in range(min(len(handles), 2), 0, -1):
@@ -247,7 +247,7 @@ def draw_serving_chart(curves: Sequence[ServingCurve]) -> DrawnChart:
     axes.set_axisbelow(True)
     axes.set_ylabel(layout.ylabel)
     axes.set_xlabel(layout.xlabel)
-    legend = _legend(figure, [*handles, *more], [*texts, *more_texts])
+    legend = legend_under(figure, [*handles, *more], [*texts, *more_texts])
     drawn = DrawnChart(figure, [Panel(axes, layout.y_unit, series)], categorical=False,
                        chart="line", legend=legend)
     drawn.labels = {"title": "", "xlabel": axes.get_xlabel(), "ylabels": [axes.get_ylabel()],

@@ -32,6 +32,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -52,6 +53,9 @@ from dlbench.report.aggregate import (
 from dlbench.report.charts.series import unit_of, value_text
 from dlbench.report.tables.grid import model_rows
 
+#: The phase of language-model serving, whose records make token curves instead
+#: (:mod:`dlbench.report.serving.tokens`): their latency is not a query's.
+GENERATE = "generate"
 #: The parameter swept along a curve: the offered load, queries per second.
 LOAD = "exp.target_qps"
 AUTO = "auto"
@@ -139,6 +143,24 @@ def find_knee(points: Sequence[ServingPoint]) -> tuple[int | None, list[float | 
                 knee is None or point.achieved > (points[knee].achieved or 0.0)):
             knee = index
     return knee, limits
+
+
+_PARAM_RE = re.compile(r"exp\.[a-z_]+")
+
+
+def short_reason(reason: str) -> str:
+    """The rule a sentence of ``results.valid_reasons`` says failed, in a few words:
+    ``over exp.latency_bound_ms``, ``below exp.scenario_min_duration``, ``early stopping
+    (exp.latency_bound_ms)``; a sentence that names no parameter as it is."""
+    named = _PARAM_RE.search(reason)
+    if named is None:
+        return reason
+    name = named.group(0)
+    if reason.startswith("early stopping"):
+        return f"early stopping ({name})"
+    if name == "exp.latency_bound_ms":
+        return f"over {name}" + (", stopped early" if "stopped after" in reason else "")
+    return f"below {name}"
 
 
 def _averaged(members: Sequence[Mapping[str, Any]], key: str) -> float | None:
@@ -244,7 +266,8 @@ def serving_curves(records: Sequence[Mapping[str, Any]]) -> list[ServingCurve]:
     return curves
 
 
-def _counted(counts: Mapping[str, int]) -> str:
+def counted(counts: Mapping[str, int]) -> str:
+    """``{"a": 2, "b": 1}`` as ``2 a, 1 b``: the kinds of records a warning left out."""
     return ", ".join(f"{count} {what}" for what, count in sorted(counts.items()))
 
 
@@ -253,12 +276,15 @@ def server_records(
 ) -> tuple[list[Mapping[str, Any]], list[str]]:
     """The ok server-scenario records that have a point to draw (an achieved rate and a
     latency at the percentile, or the probes of a search), and one warning per kind of
-    record left out."""
+    record left out. Generate-phase records are not looked at: they make token curves
+    (:func:`~dlbench.report.serving.tokens.token_records`)."""
     usable: list[Mapping[str, Any]] = []
     not_ok: dict[str, int] = {}
     scenarios: dict[str, int] = {}
     no_point: list[str] = []
     for index, record in enumerate(records):
+        if record.get("exp.phase") == GENERATE:
+            continue
         status, scenario = record.get("exp.status"), record.get("exp.scenario", BATCH)
         if status != "ok":
             not_ok[str(status or "missing")] = not_ok.get(str(status or "missing"), 0) + 1
@@ -273,10 +299,10 @@ def server_records(
     warnings = []
     if not_ok:
         warnings.append(f"{sum(not_ok.values())} record(s) left out: exp.status is not ok "
-                        f"({_counted(not_ok)})")
+                        f"({counted(not_ok)})")
     if scenarios:
         warnings.append(f"{sum(scenarios.values())} record(s) left out: not server-scenario "
-                        f"runs (exp.scenario: {_counted(scenarios)}); a serving curve needs "
+                        f"runs (exp.scenario: {counted(scenarios)}); a serving curve needs "
                         "exp.scenario=server")
     if no_point:
         shown = ", ".join(no_point[:MAX_NAMED])

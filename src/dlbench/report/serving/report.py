@@ -8,6 +8,12 @@ curves, then a table per curve: offered and achieved queries/s, p50, p90 and p99
 the percentile of the rules where it is another), valid, and the rules that failed.
 Records that are not ok server-scenario runs are left out, with a warning per kind.
 
+Generate-phase records (an endpoint's, in-process generation's) make token curves
+instead, after the latency curves: output tokens/s, TTFT, TPOT and goodput by load
+(:mod:`dlbench.report.serving.tokens`, their tables
+:mod:`dlbench.report.serving.token_tables`); a selection without them gives the latency
+report alone, unchanged by their code.
+
 Example::
 
     report = build_serving_report(load_records(["runs/serving"]))
@@ -16,7 +22,6 @@ Example::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +38,16 @@ from dlbench.report.serving.curves import (
     percentile_text,
     server_records,
     serving_curves,
+    short_reason,
+)
+from dlbench.report.serving.token_tables import curve_token_table, token_knees_table
+from dlbench.report.serving.tokens import (
+    ATTAINMENT,
+    KNEE_ATTAINMENT,
+    THROUGHPUT,
+    TokenCurve,
+    token_curves,
+    token_records,
 )
 
 __all__ = ["Serving", "ServingReport", "build_serving_report", "curve_notes", "curve_table",
@@ -42,27 +57,10 @@ __all__ = ["Serving", "ServingReport", "build_serving_report", "curve_notes", "c
 @dataclass
 class ServingReport(Report):
     """A serving report: its tables, and the curves they were made of (the HTML page
-    draws them)."""
+    draws them): latency curves of server runs, token curves of generate-phase runs."""
 
     curves: list[ServingCurve] = field(default_factory=list)
-
-
-_PARAM_RE = re.compile(r"exp\.[a-z_]+")
-
-
-def short_reason(reason: str) -> str:
-    """The rule a sentence of ``results.valid_reasons`` says failed, in a few words:
-    ``over exp.latency_bound_ms``, ``below exp.scenario_min_duration``, ``early stopping
-    (exp.latency_bound_ms)``; a sentence that names no parameter as it is."""
-    named = _PARAM_RE.search(reason)
-    if named is None:
-        return reason
-    name = named.group(0)
-    if reason.startswith("early stopping"):
-        return f"early stopping ({name})"
-    if name == "exp.latency_bound_ms":
-        return f"over {name}" + (", stopped early" if "stopped after" in reason else "")
-    return f"below {name}"
+    token_curves: list[TokenCurve] = field(default_factory=list)
 
 
 def _limit_text(curve: ServingCurve) -> str:
@@ -154,18 +152,31 @@ def knees_table(group: Mapping[str, Any], curves: Sequence[ServingCurve]) -> Tab
 
 def build_serving_report(records: Sequence[Mapping[str, Any]]) -> ServingReport:
     """The serving report of ``records``: per group, a table of the knees when there
-    are several curves, then a table per curve. ``ResultsError`` when no record is an
-    ok server-scenario run with a point."""
+    are several curves, then a table per curve; the latency curves of server runs
+    first, then the token curves of generate-phase runs. ``ResultsError`` when no
+    record is an ok server-scenario run or generate-phase run with a point."""
     usable, warnings = server_records(records)
-    if not usable:
-        why = "; ".join(warnings) or "no records"
+    tokens, token_warnings = token_records(records)
+    if not usable and not tokens:
+        why = "; ".join([*warnings, *token_warnings]) or "no records"
         raise ResultsError(
             f"none of the {len(records)} selected record(s) is an ok server-scenario run "
-            f"with a point to draw ({why}); run a sweep such as -P exp.scenario=server "
-            "-V 'exp.target_qps=[40,80,120]'")
-    differs = environment_warning(usable)
-    report = ServingReport(title="Serving curves: latency vs achieved throughput",
-                           warnings=[*warnings, *([differs] if differs else [])])
+            f"with a point to draw, nor an ok generate-phase run with {THROUGHPUT} ({why}); "
+            "run a sweep such as -P exp.scenario=server -V 'exp.target_qps=[40,80,120]'")
+    differs = environment_warning([*usable, *tokens])
+    titles = [*(["latency vs achieved throughput"] if usable else []),
+              *(["output tokens/s vs TTFT and TPOT"] if tokens else [])]
+    report = ServingReport(title=f"Serving curves: {'; '.join(titles)}",
+                           warnings=[*warnings, *token_warnings, *([differs] if differs else [])])
+    if usable:
+        _latency_tables(report, usable)
+    if tokens:
+        _token_tables(report, tokens)
+    return report
+
+
+def _latency_tables(report: ServingReport, usable: Sequence[Mapping[str, Any]]) -> None:
+    """The latency curves of server runs: their tables and summary."""
     report.curves = serving_curves(usable)
     groups: dict[str, list[ServingCurve]] = {}
     for curve in report.curves:
@@ -174,7 +185,7 @@ def build_serving_report(records: Sequence[Mapping[str, Any]]) -> ServingReport:
         if len(members) > 1:
             report.tables.append(knees_table(members[0].group, members))
         report.tables += [curve_table(curve) for curve in members]
-    report.summary = [
+    report.summary += [
         f"{len(usable)} server-scenario record(s): {len(report.curves)} curve(s) in "
         f"{len(groups)} group(s).",
         "A curve per model (and framework), and per any other parameter that differs at "
@@ -186,7 +197,40 @@ def build_serving_report(records: Sequence[Mapping[str, Any]]) -> ServingReport:
         "Latency: from each query's scheduled arrival to its answer (LoadGen's server "
         "rule), ms.",
     ]
-    return report
+
+
+def _token_tables(report: ServingReport, usable: Sequence[Mapping[str, Any]]) -> None:
+    """The token curves of generate-phase runs: their tables and summary."""
+    report.token_curves = token_curves(usable)
+    groups: dict[str, list[TokenCurve]] = {}
+    for curve in report.token_curves:
+        groups.setdefault(value_text(curve.group), []).append(curve)
+    for members in groups.values():
+        if len(members) > 1:
+            report.tables.append(token_knees_table(members[0].group, members))
+        report.tables += [curve_token_table(curve) for curve in members]
+    report.summary += [
+        f"{len(usable)} generate-phase record(s): {len(report.token_curves)} token "
+        f"curve(s) in {len(groups)} group(s).",
+        "A curve per model (and framework), and per any other parameter that differs at "
+        "one load; rows by load: exp.target_qps, requests offered per second (open loop, "
+        "exp.scenario=server), or exp.replica_batch, requests in flight (closed loop, "
+        "exp.scenario=batch).",
+        f"Knee: the highest output tokens/s with at least {KNEE_ATTAINMENT:.0%} of "
+        f"requests within the SLOs given ({ATTAINMENT} >= {KNEE_ATTAINMENT:g}; "
+        f"endpoint.slo_*), or without an SLO with TTFT p99 and TPOT p99 within "
+        f"{KNEE_FACTOR:g}x those at the lowest load; never a point whose client fell "
+        "behind (results.client_kept_up false).",
+        "TTFT, TPOT and ITL as the records define them, ms (docs/serving.md); output "
+        "tokens/s and goodput over the run's steady-state window.",
+    ]
+    if any(curve.search is not None for curve in report.token_curves):
+        report.summary.append(
+            "A load search (exp.target_qps=auto, exp.replica_batch=auto) is a curve of its "
+            "own: its probes over all its searches (a load probed by several, their mean), "
+            "its knee the search's answer (results.search_load), its peak the mean of its "
+            "searches' peaks with a 95 % interval (results.peak_load, "
+            "results.peak_load_ci95).")
 
 
 class Serving(ReportType):

@@ -8,8 +8,9 @@ A name may hold placeholders (``<i>``, ``<series>``...), defined in
 
 from __future__ import annotations
 
+from dlbench.results.keys.table.endpoint import ENDPOINT_KEYS
 from dlbench.results.keys.table.profile import PROFILE_KEYS
-from dlbench.results.keys.table.scenarios import GENERATE_ROWS
+from dlbench.results.keys.table.scenarios import SERVING_ROWS
 from dlbench.results.keys.types import AGGREGATES, ResultKey
 
 __all__ = ["AGGREGATES", "PLACEHOLDERS", "REPEAT_ORDER_INTERLEAVED", "RESULT_KEYS", "ResultKey"]
@@ -64,7 +65,8 @@ _TIMING = [
     ResultKey("results.throughput", "float", "samples/s",
               "exp.effective_batch x 1000 / results.time, in results.throughput_unit "
               "(copies: the sum; exp.repeat: recomputed from the combined time; scenarios: "
-              "samples served / results.timed_seconds)", ".2f",
+              "samples served / results.timed_seconds; serving: "
+              "results.output_tokens_per_s)", ".2f",
               "sum", better="higher", repeats="recomputed"),
     ResultKey("results.throughput_unit", "str", "",
               "what results.throughput counts per second (samples, tokens...)", "", "first"),
@@ -327,7 +329,9 @@ _ENVIRONMENT = [
 #: percentiles by LoadGen's rule: the sorted value at index floor(n q / 100).
 _QPS = "queries/s"
 _SCENARIO = [
-    ResultKey("results.latency_mean", "float", _MS, "mean query latency", ".3f", better="lower"),
+    ResultKey("results.latency_mean", "float", _MS,
+              "mean query latency (serving: a request's, from its scheduled moment to its "
+              "last text event)", ".3f", better="lower"),
     *(ResultKey(f"results.latency_p{q}", "float", _MS, f"{q}th percentile of query latency",
                 ".3f", better="lower") for q in (50, 90, 99)),
     ResultKey("results.latency_max", "float", _MS, "longest query latency", ".3f", better="lower"),
@@ -338,7 +342,7 @@ _SCENARIO = [
               "bound (null: too few queries)", ".3f", better="lower"),
     ResultKey("results.latency_data", "list[float]", _MS,
               "every completed query's latency in issue order (server: from its scheduled "
-              "arrival)"),
+              "arrival; serving: each request after the warm-up that succeeded)"),
     ResultKey("results.wait_mean", "float", _MS,
               "server: mean time from a query's scheduled arrival to its batch's start", ".3f",
               better="lower"),
@@ -358,13 +362,20 @@ _SCENARIO = [
     ResultKey("results.valid", "bool", "",
               "the scenario run met every rule (see results.valid_reasons)"),
     ResultKey("results.valid_reasons", "list[str]", "",
-              "why the scenario run is not valid: queries, duration, bound, early stopping"),
+              "why the scenario run is not valid: queries, duration, bound, early stopping; "
+              "serving: failed requests, TTFT or TPOT over its objective, a client that fell "
+              "behind"),
     ResultKey("results.scenario_probes", "list[dict]", "",
               "exp.target_qps=auto: every probe's qps, valid, reasons, queries, planned, "
-              "latency_at_percentile, qps_achieved, seconds"),
+              "latency_at_percentile, qps_achieved, seconds; an endpoint's search (and "
+              "its exp.replica_batch=auto): repeat, load, qps or concurrency, passed, "
+              "reasons, valid, requests, slo_attainment, goodput_requests_per_s, "
+              "goodput_tokens_per_s, output_tokens_per_s, requests_per_s, ttft_p99, "
+              "tpot_p99, latency_p99, client_kept_up, seconds"),
 ]
 
 #: The whole table, in the order the docs show it.
 RESULT_KEYS: tuple[ResultKey, ...] = (
     *_TIMING, *_RANKS, *_REPEATS, *_COPIES, *_MONITOR, *PROFILE_KEYS, *_SCENARIO,
-    *(ResultKey(*row[:5], better=row[5]) for row in GENERATE_ROWS), *_ENVIRONMENT)
+    *(ResultKey(*row[:5], better=row[5]) for row in SERVING_ROWS), *ENDPOINT_KEYS,
+    *_ENVIRONMENT)
