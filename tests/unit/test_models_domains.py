@@ -20,6 +20,7 @@ from dlbench.models.pytorch.lm import GPT2, BertMaskedLM, MaskedLMWorkload, Word
 from dlbench.models.pytorch.translation import Translator
 from dlbench.models.pytorch.workload_base import ClassificationWorkload, Workload
 from dlbench.models.pytorch.workloads import WORKLOADS, make_workload
+from tests.unit.gradients import assert_finite_gradients
 
 CPU = torch.device("cpu")
 SEQ, IMAGE, BATCH = 8, 32, 2
@@ -84,9 +85,7 @@ def test_training_step_gives_finite_loss_and_gradients(model_id: str) -> None:
     for loss in losses:
         assert loss.dim() == 0 and torch.isfinite(loss)
         loss.backward()
-    for name, param in module.named_parameters():
-        assert param.grad is not None, name
-        assert torch.isfinite(param.grad).all(), name
+    assert_finite_gradients(module)
 
 
 @pytest.mark.parametrize("model_id", MODEL_IDS)

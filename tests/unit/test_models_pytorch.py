@@ -13,6 +13,7 @@ from dlbench.config.catalog import MODELS, model_frameworks, model_input_shape
 from dlbench.config.zoo.core import CORE_MODELS
 from dlbench.models import MIN_IMAGE_SIZE, ImageTooSmall, build_pytorch_model
 from dlbench.models.pytorch import PYTORCH_BUILDERS
+from tests.unit.gradients import assert_finite_gradients
 from tests.unit.meta_models import build_on_meta, count_params
 
 # The core models; the vision zoo and the domain models have test files of their own.
@@ -84,9 +85,7 @@ def test_forward_and_backward_at_small_size(model_id: str) -> None:
 
     loss = nn.functional.cross_entropy(logits, torch.randint(0, info.num_classes, (2,)))
     loss.backward()
-    for name, param in model.named_parameters():
-        assert param.grad is not None, name
-        assert torch.isfinite(param.grad).all(), name
+    assert_finite_gradients(model)
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from dlbench.models import build_pytorch_model
 from dlbench.models.pytorch import PYTORCH_BUILDERS
 from dlbench.models.pytorch.inception import InceptionAux
 from dlbench.models.pytorch.vit import VisionTransformer
+from tests.unit.gradients import assert_finite_gradients
 from tests.unit.meta_models import build_on_meta, count_params
 
 VISION_IDS = [info.id for info in VISION_MODELS]
@@ -263,9 +264,7 @@ def test_forward_and_backward_at_small_size(model_id: str) -> None:
 
     loss = nn.functional.cross_entropy(logits, torch.randint(0, info.num_classes, (batch,)))
     loss.backward()
-    for name, param in model.named_parameters():
-        assert param.grad is not None, name
-        assert torch.isfinite(param.grad).all(), name
+    assert_finite_gradients(model)
 
 
 def test_inception3_runs_its_auxiliary_head_only_in_training() -> None:
