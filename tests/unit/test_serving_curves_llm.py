@@ -19,14 +19,14 @@ from dlbench.report.charts.checks import chart_problems
 from dlbench.report.charts.figure import PNG_KEY
 from dlbench.report.html.page import render_html
 from dlbench.report.serving.report import build_serving_report
-from dlbench.report.serving.token_chart import (
+from dlbench.report.serving.tokens.chart import (
     chart_kinds,
     draw_token_chart,
     render_token_chart,
     token_chart_groups,
 )
-from dlbench.report.serving.token_tables import token_reason
-from dlbench.report.serving.tokens import TokenPoint, find_token_knee
+from dlbench.report.serving.tokens.curves import TokenPoint, find_token_knee
+from dlbench.report.serving.tokens.tables import token_reason
 from dlbench.results.export import write_records
 
 SLOS = {"endpoint.slo_ttft_ms": 500.0, "endpoint.slo_tpot_ms": 50.0}

@@ -19,11 +19,12 @@ from dlbench.cli.main import main
 from dlbench.report.aggregate import Measured
 from dlbench.report.charts.checks import chart_problems
 from dlbench.report.html.page import render_html
-from dlbench.report.serving import token_search, token_tables
 from dlbench.report.serving.report import build_serving_report
-from dlbench.report.serving.token_chart import draw_token_chart, render_token_chart
-from dlbench.report.serving.token_search import TokenSearch, peak_text
-from dlbench.report.serving.token_tables import curve_token_table, token_reason
+from dlbench.report.serving.tokens import search as token_search
+from dlbench.report.serving.tokens import tables as token_tables
+from dlbench.report.serving.tokens.chart import draw_token_chart, render_token_chart
+from dlbench.report.serving.tokens.search import TokenSearch, peak_text
+from dlbench.report.serving.tokens.tables import curve_token_table, token_reason
 from dlbench.results.export import write_records
 
 SLO_TTFT = 500.0

@@ -54,7 +54,7 @@ from dlbench.report.charts.series import unit_of, value_text
 from dlbench.report.tables.grid import model_rows
 
 #: The phase of language-model serving, whose records make token curves instead
-#: (:mod:`dlbench.report.serving.tokens`): their latency is not a query's.
+#: (:mod:`dlbench.report.serving.tokens.curves`): their latency is not a query's.
 GENERATE = "generate"
 #: The parameter swept along a curve: the offered load, queries per second.
 LOAD = "exp.target_qps"

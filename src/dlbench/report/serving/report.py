@@ -10,8 +10,8 @@ Records that are not ok server-scenario runs are left out, with a warning per ki
 
 Generate-phase records (an endpoint's, in-process generation's) make token curves
 instead, after the latency curves: output tokens/s, TTFT, TPOT and goodput by load
-(:mod:`dlbench.report.serving.tokens`, their tables
-:mod:`dlbench.report.serving.token_tables`); a selection without them gives the latency
+(:mod:`dlbench.report.serving.tokens.curves`, their tables
+:mod:`dlbench.report.serving.tokens.tables`); a selection without them gives the latency
 report alone, unchanged by their code.
 
 Example::
@@ -40,8 +40,7 @@ from dlbench.report.serving.curves import (
     serving_curves,
     short_reason,
 )
-from dlbench.report.serving.token_tables import curve_token_table, token_knees_table
-from dlbench.report.serving.tokens import (
+from dlbench.report.serving.tokens.curves import (
     ATTAINMENT,
     KNEE_ATTAINMENT,
     THROUGHPUT,
@@ -49,6 +48,7 @@ from dlbench.report.serving.tokens import (
     token_curves,
     token_records,
 )
+from dlbench.report.serving.tokens.tables import curve_token_table, token_knees_table
 
 __all__ = ["Serving", "ServingReport", "build_serving_report", "curve_notes", "curve_table",
            "knees_table", "short_reason"]

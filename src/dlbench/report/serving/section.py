@@ -9,7 +9,7 @@ at the knee, the bound dashed, the knee limit of a curve without a bound dotted 
 colour, and a log y axis where the latencies span more than
 :data:`~dlbench.report.serving.chart.LOG_RATIO` times. Token curves (generate-phase
 runs, endpoints among them) follow, three charts per group and loop
-(:mod:`dlbench.report.serving.token_chart`). The template (``report.html.j2``) marks
+(:mod:`dlbench.report.serving.tokens.chart`). The template (``report.html.j2``) marks
 it up.
 
 Example::
@@ -38,19 +38,19 @@ from dlbench.report.serving.curves import (
     serving_curves,
 )
 from dlbench.report.serving.report import ServingReport, curve_notes, curve_table
-from dlbench.report.serving.token_chart import (
+from dlbench.report.serving.tokens.chart import (
     chart_kinds,
     draw_token_chart,
     token_chart_caption,
     token_chart_groups,
 )
-from dlbench.report.serving.token_tables import curve_token_table, token_notes
-from dlbench.report.serving.tokens import (
+from dlbench.report.serving.tokens.curves import (
     KNEE_ATTAINMENT,
     TokenCurve,
     token_curves,
     token_records,
 )
+from dlbench.report.serving.tokens.tables import curve_token_table, token_notes
 from dlbench.textsafe import safe_text
 
 
@@ -97,7 +97,7 @@ def serving_chart(curves: Sequence[ServingCurve], ids: str) -> tuple[str, list[s
 
 
 def token_figures(curves: Sequence[TokenCurve], tables_shown: bool) -> list[ServingChart]:
-    """The token curves' charts (:mod:`~dlbench.report.serving.token_chart`): per group
+    """The token curves' charts (:mod:`~dlbench.report.serving.tokens.chart`): per group
     and loop, output tokens/s against TTFT p99 and TPOT p99, and goodput against the
     load; the knees (and a search's peak) under the first, and (unless
     ``tables_shown``) the curves' tables under the last."""

@@ -1,4 +1,4 @@
-"""A load search's record, read for the token curves (:mod:`dlbench.report.serving.tokens`).
+"""A load search's record, read for the token curves (:mod:`dlbench.report.serving.tokens.curves`).
 
 An endpoint run of ``exp.target_qps=auto`` (an open loop) or ``exp.replica_batch=auto``
 (a closed loop) searches the highest load that meets its SLOs (docs/serving.md, "The

@@ -1,4 +1,4 @@
-"""The token curves (:mod:`dlbench.report.serving.tokens`) as charts drawn with
+"""The token curves (:mod:`dlbench.report.serving.tokens.curves`) as charts drawn with
 matplotlib: a PNG, SVG or PDF file, and the HTML report's charts
 (:mod:`dlbench.report.serving.section` inlines the same figures).
 
@@ -19,7 +19,7 @@ crossed out, so that it is never read as the server's figure; the knee is a star
 SLO is a dashed vertical line. Latencies spanning more than
 :data:`~dlbench.report.serving.chart.LOG_RATIO` times are drawn on a log axis.
 
-A load search's curve (:mod:`dlbench.report.serving.token_search`) is drawn the same
+A load search's curve (:mod:`dlbench.report.serving.tokens.search`) is drawn the same
 way, through its probes; its star is the search's answer, and on the ``goodput`` chart
 its peak is a dotted vertical line in its colour, the peak's 95 % interval shaded
 around it. A search bisects, so its last probes crowd around its answer: of probes
@@ -45,7 +45,7 @@ from dlbench.report.charts.charts import DrawnChart, Panel, save_chart
 from dlbench.report.charts.series import ChartSeries, value_text
 from dlbench.report.serving.chart import BOUND_COLOUR, LOG_RATIO, axis_limits, legend_under
 from dlbench.report.serving.curves import KNEE_FACTOR
-from dlbench.report.serving.tokens import (
+from dlbench.report.serving.tokens.curves import (
     GOODPUT,
     OPEN,
     SLOS,

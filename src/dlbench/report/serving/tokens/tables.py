@@ -1,4 +1,4 @@
-"""The tables of the token curves (:mod:`dlbench.report.serving.tokens`): a table per
+"""The tables of the token curves (:mod:`dlbench.report.serving.tokens.curves`): a table per
 curve, a point per row, and a table of the knees of a group's curves.
 
 A curve's table has its load (requests/s offered, or requests in flight), output
@@ -8,7 +8,7 @@ rules that failed in a few words. A column no point has a value for (goodput wit
 SLOs, the client's check of an in-process run) is left out. Its notes say the load,
 the SLOs, the points whose client fell behind, and the knee.
 
-A load search's curve (:mod:`dlbench.report.serving.token_search`) has, besides, the
+A load search's curve (:mod:`dlbench.report.serving.tokens.search`) has, besides, the
 probes at each load and how many passed, and its notes say where its points come from
 and its peak with the 95 % interval over its searches; its knee is the search's
 answer. The columns its probes do not keep (TTFT and TPOT p50) are left out.
@@ -28,14 +28,7 @@ from typing import Any
 from dlbench.report.aggregate import LabeledTable
 from dlbench.report.charts.series import value_text
 from dlbench.report.serving.curves import KNEE_FACTOR, short_reason
-from dlbench.report.serving.token_search import (
-    PEAK,
-    PEAK_CI95,
-    SEARCH_LOAD,
-    TokenSearch,
-    peak_text,
-)
-from dlbench.report.serving.tokens import (
+from dlbench.report.serving.tokens.curves import (
     ATTAINMENT,
     CLOSED,
     GOODPUT,
@@ -52,6 +45,13 @@ from dlbench.report.serving.tokens import (
     TTFT_P99,
     TokenCurve,
     TokenPoint,
+)
+from dlbench.report.serving.tokens.search import (
+    PEAK,
+    PEAK_CI95,
+    SEARCH_LOAD,
+    TokenSearch,
+    peak_text,
 )
 
 __all__ = ["curve_token_table", "knee_rule", "load_header", "load_text", "reasons_text",

@@ -1,8 +1,8 @@
 """The token curves of the serving report: language-model serving runs
 (``exp.phase=generate``: an OpenAI-compatible endpoint, ``exp.framework=endpoint``, or a
 model generating in process) turned into curves of points by load, and each curve's
-knee. The tables are :mod:`dlbench.report.serving.token_tables`, the charts
-:mod:`dlbench.report.serving.token_chart`.
+knee. The tables are :mod:`dlbench.report.serving.tokens.tables`, the charts
+:mod:`dlbench.report.serving.tokens.chart`.
 
 A point's **load** is how hard the run pushed: in an open loop (``exp.scenario=server``)
 the requests offered per second, ``exp.target_qps``; in a closed loop
@@ -19,7 +19,7 @@ several ran, and per any other parameter that would otherwise be averaged at one
 (``endpoint.url``, ``endpoint.max_concurrency``, an SLO...); runs at one load
 (``user.*`` repeats) are averaged. A load search (``exp.target_qps=auto``,
 ``exp.replica_batch=auto``) is a curve of its own, its probes the points and its
-answer the knee (:mod:`dlbench.report.serving.token_search`).
+answer the knee (:mod:`dlbench.report.serving.tokens.search`).
 
 The **knee** is the point with the most output tokens/s among those that meet the
 SLOs given (``endpoint.slo_ttft_ms``, ``endpoint.slo_tpot_ms``,
@@ -59,7 +59,7 @@ from dlbench.report.aggregate import (
 )
 from dlbench.report.charts.series import unit_of, value_text
 from dlbench.report.serving.curves import GENERATE, KNEE_FACTOR, counted
-from dlbench.report.serving.token_search import (
+from dlbench.report.serving.tokens.search import (
     TokenSearch,
     is_search,
     probe_record,
